@@ -1,0 +1,121 @@
+"""The exception family of meworkd: one root, a stable wire ``kind`` and code on each class.
+
+Core modules raise these; the RPC boundary (``meworkd.rpc.boundary``) is the only place that
+turns them, or anything else, into JSON-RPC errors.
+"""
+
+from typing import ClassVar
+
+__all__ = [
+    "ApprovalNotFound",
+    "ConflictError",
+    "ConversationNotFound",
+    "InvalidParams",
+    "InvalidSettings",
+    "MeworkError",
+    "NotFound",
+    "PresetNotFound",
+    "ServerNotFound",
+    "ServerUnavailable",
+    "SettingsUnreadable",
+    "ShuttingDown",
+    "TurnNotFound",
+]
+
+
+class MeworkError(Exception):
+    """Root of every error meworkd reports to a client.
+
+    ``message`` is written for a person and must never contain secrets or Python internals.
+    """
+
+    kind: ClassVar[str] = "internal"
+    code: ClassVar[int] = -32603
+
+    def __init__(self, message: str, **data: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(MeworkError):
+    kind = "invalid_params"
+    code = -32602
+
+
+class NotFound(MeworkError, LookupError):
+    kind = "not_found"
+    code = -32060
+
+
+class ServerNotFound(NotFound):
+    kind = "server_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no MCP server named {name!r}", server=name)
+
+
+class ConversationNotFound(NotFound):
+    kind = "conversation_not_found"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"no conversation {conversation_id!r}", conversationId=conversation_id)
+
+
+class PresetNotFound(NotFound):
+    kind = "preset_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no preset named {name!r}", preset=name)
+
+
+class TurnNotFound(NotFound):
+    kind = "turn_not_found"
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"no active turn {turn_id!r} (it ended or never began)", turnId=turn_id)
+
+
+class ApprovalNotFound(NotFound):
+    kind = "approval_not_found"
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(
+            f"no pending approval {approval_id!r} (already answered, expired or unknown)",
+            approvalId=approval_id,
+        )
+
+
+class ConflictError(MeworkError):
+    kind = "conflict"
+    code = -32061
+
+
+class InvalidSettings(MeworkError):
+    """A settings value (from an RPC or the file) failed validation; ``errors`` name the fields."""
+
+    kind = "invalid_settings"
+    code = -32062
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message, errors=errors or [message])
+        self.errors = errors or [message]
+
+
+class SettingsUnreadable(MeworkError):
+    """The settings file on disk is not valid JSON; meworkd will not overwrite it."""
+
+    kind = "settings_unreadable"
+    code = -32063
+
+
+class ServerUnavailable(MeworkError):
+    """Connecting to, or talking to, an MCP server failed."""
+
+    kind = "server_unavailable"
+    code = -32064
+
+
+class ShuttingDown(MeworkError):
+    kind = "shutting_down"
+    code = -32065

@@ -1,0 +1,5 @@
+"""The control API: JSON-RPC 2.0, one message per line, over a local Unix socket."""
+
+from meworkd.rpc.server import RpcServer
+
+__all__ = ["RpcServer"]

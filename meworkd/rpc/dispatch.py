@@ -1,0 +1,173 @@
+"""From one received line to the reply line: parsing, batches, dispatch and the error boundary.
+
+jsonrpcserver validates the envelope, finds the method and shapes replies; this module adds what
+it lacks for a daemon: typed params (msgspec), per-member batch errors, and the one place where
+exceptions become JSON-RPC errors, so no Python exception text ever reaches a client.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import anyio
+import msgspec
+from jsonrpcserver import Success, async_dispatch_to_serializable
+from jsonrpcserver.exceptions import JsonRpcError
+
+from meworkd.errors import MeworkError
+from meworkd.log import get_logger
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "Dispatcher",
+    "MethodTable",
+    "error_response",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+MAX_BATCH = 256  # members per batch; more is refused whole
+
+C = TypeVar("C")
+P = TypeVar("P")
+Handler = Callable[[C, Any], Awaitable[object]]
+log = get_logger("meworkd.rpc")
+
+
+class NoParams(msgspec.Struct, forbid_unknown_fields=True):
+    """For methods that take none (an empty object or no ``params`` at all)."""
+
+
+def error_response(code: int, message: str, data: object = None, id_: object = None) -> bytes:
+    error: dict[str, object] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return msgspec.json.encode({"jsonrpc": "2.0", "error": error, "id": id_})
+
+
+def to_rpc_error(exc: BaseException) -> JsonRpcError:
+    """The single exception-to-wire mapping."""
+    if isinstance(exc, MeworkError):
+        return JsonRpcError(exc.code, exc.message, {"kind": exc.kind, **exc.data})
+    if isinstance(exc, msgspec.ValidationError):
+        detail = str(exc).replace("`", "").replace("$.", "").replace(" - at $", "")
+        return JsonRpcError(INVALID_PARAMS, "Invalid params", {"kind": "invalid_params",
+                                                               "detail": detail})
+    return JsonRpcError(INTERNAL_ERROR, "Internal error", {"kind": "internal"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Method(Generic[C]):
+    handler: Handler[C]
+    params: type[Any]
+
+
+class MethodTable(Generic[C]):
+    """Method name → (params Struct, handler); handlers get ``(context, params)``."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str, _Method[C]] = {}
+
+    def add(self, name: str, params: type[Any] = NoParams) -> Callable[[Handler[C]], Handler[C]]:
+        def register(handler: Handler[C]) -> Handler[C]:
+            if name in self._methods:
+                raise ValueError(f"method {name} registered twice")
+            self._methods[name] = _Method(handler, params)
+            return handler
+
+        return register
+
+    def names(self) -> list[str]:
+        return sorted(self._methods)
+
+    def jsonrpcserver_methods(self) -> dict[str, Callable[..., Awaitable[object]]]:
+        return {name: self._entry(name, m) for name, m in self._methods.items()}
+
+    @staticmethod
+    def _entry(name: str, method: _Method[C]) -> Callable[..., Awaitable[object]]:
+        async def entry(context: C, *args: object, **kwargs: object) -> object:
+            if args:
+                raise JsonRpcError(
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    {"kind": "invalid_params", "detail": "params must be an object"},
+                )
+            try:
+                params = msgspec.convert(kwargs, method.params)
+                result = await method.handler(context, params)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # noqa: BLE001 - the RPC boundary answers every failure
+                error = to_rpc_error(exc)
+                if error.code == INTERNAL_ERROR:
+                    log.exception("rpc.internal_error", method=name)
+                raise error from None
+            return Success(result)
+
+        return entry
+
+
+class Dispatcher(Generic[C]):
+    """Turns one received line into the bytes to send back (``None``: nothing to send)."""
+
+    def __init__(self, table: MethodTable[C]) -> None:
+        self._methods = table.jsonrpcserver_methods()
+
+    async def handle_line(self, line: bytes, context: C) -> bytes | None:
+        try:
+            message = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            return error_response(PARSE_ERROR, "Parse error", {"kind": "parse_error",
+                                                              "detail": _where(line)})
+        if isinstance(message, list):
+            return await self._batch(message, context)
+        reply = await self._one(message, context)
+        return None if reply is None else msgspec.json.encode(reply)
+
+    async def _batch(self, members: list[object], context: C) -> bytes | None:
+        if not members:
+            return error_response(INVALID_REQUEST, "Invalid request",
+                                  {"kind": "invalid_request", "detail": "empty batch"})
+        if len(members) > MAX_BATCH:
+            return error_response(INVALID_REQUEST, "Invalid request",
+                                  {"kind": "invalid_request",
+                                   "detail": f"a batch may hold at most {MAX_BATCH} requests"})
+        replies: list[object | None] = [None] * len(members)
+
+        async def run(i: int, member: object) -> None:
+            replies[i] = await self._one(member, context)
+
+        async with anyio.create_task_group() as tg:
+            for i, member in enumerate(members):
+                tg.start_soon(run, i, member)
+        answered = [r for r in replies if r is not None]
+        return msgspec.json.encode(answered) if answered else None
+
+    async def _one(self, message: object, context: C) -> object | None:
+        # jsonrpcserver re-parses the text it is given; handing it the decoded object through
+        # the deserializer keeps one parse and lets batches be split per member.
+        return await async_dispatch_to_serializable(
+            "", methods=self._methods, context=context, deserializer=lambda _text: message
+        )
+
+
+def _where(line: bytes) -> str:
+    try:
+        text = line.decode()
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start})"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return "nested too deeply"
+    return "not a JSON value"

@@ -1,0 +1,294 @@
+"""The method table: typed params in, plain results out; thin adapters over the core services.
+
+Names are the contract of DESIGN.md. Params are camelCase objects; unknown params are refused so
+a typo is an error rather than a silent no-op.
+"""
+
+import os
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+from msgspec import Struct
+
+from meworkd import __version__, registry
+from meworkd.errors import InvalidParams, ServerNotFound
+from meworkd.events import TOPICS
+from meworkd.importer import parse_import
+from meworkd.rpc.dispatch import MethodTable, NoParams
+from meworkd.rpc.server import Connection
+from meworkd.settings import masked_entry
+
+if TYPE_CHECKING:
+    from meworkd.daemon import Daemon
+
+__all__ = ["build_methods"]
+
+
+class _Params(Struct, rename="camel", forbid_unknown_fields=True):
+    pass
+
+
+class NameParams(_Params):
+    name: str
+
+
+class GetServerParams(_Params):
+    name: str
+    reveal: bool = False
+
+
+class AddServerParams(_Params):
+    name: str
+    server: dict[str, Any]
+
+
+class UpdateServerParams(_Params):
+    name: str
+    patch: dict[str, Any]
+
+
+class RenameParams(_Params):
+    name: str
+    new_name: str
+
+
+class ImportParams(_Params):
+    text: str
+    on_conflict: Literal["error", "replace", "skip"] = "error"
+
+
+class ExportParams(_Params):
+    reveal: bool = False
+
+
+class ToolEnabledParams(_Params):
+    name: str
+    tool: str
+    enabled: bool
+
+
+class ToolAutoApproveParams(_Params):
+    name: str
+    tool: str
+    auto_approve: bool
+
+
+class McpOptionsParams(Struct, forbid_unknown_fields=True):
+    mandatory_description_prefix: str | None = None
+    session_idle_minutes: float | None = None
+    max_reply_bytes: int | None = None
+    approval_timeout_seconds: float | None = None
+
+
+class PresetParams(_Params):
+    name: str
+    preset: dict[str, Any]
+
+
+class SubscribeParams(_Params):
+    topics: list[str] | None = None
+
+
+def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
+    table: MethodTable[Connection] = MethodTable()
+    store = daemon.store
+
+    # --- daemon ----------------------------------------------------------------------------
+
+    @table.add("daemon.status")
+    async def daemon_status(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        settings = store.settings
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptimeSeconds": round(daemon.uptime(), 3),
+            "settingsPath": str(daemon.paths.settings),
+            "socketPath": str(daemon.paths.socket),
+            "stateDir": str(daemon.paths.state_dir),
+            "servers": len(settings.servers),
+            "serversEnabled": sum(1 for c in settings.servers.values() if c.enabled),
+            "sessions": 0,
+            "conversations": 0,
+            "connections": daemon.rpc.connections,
+            "settingsError": store.unreadable,
+        }
+
+    @table.add("daemon.shutdown")
+    async def daemon_shutdown(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        daemon.request_shutdown()
+        return {"stopping": True}
+
+    # --- settings --------------------------------------------------------------------------
+
+    @table.add("settings.get")
+    async def settings_get(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        doc = store.document()
+        servers = registry.servers_of(doc)
+        for name, entry in servers.items():
+            if isinstance(entry, dict):
+                servers[name] = masked_entry(entry)
+        return {
+            "path": str(store.path),
+            "document": doc,
+            "mcp": msgspec.to_builtins(store.settings.mcp),
+            "errors": list(store.settings.errors),
+            "serverErrors": dict(store.settings.server_errors),
+            "unreadable": store.unreadable,
+        }
+
+    @table.add("settings.reload")
+    async def settings_reload(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        diff = await store.reload("rpc")
+        return {
+            "applied": store.unreadable is None,
+            "error": store.unreadable,
+            **(diff.as_event() if diff is not None else {}),
+        }
+
+    @table.add("settings.setMcpOptions", McpOptionsParams)
+    async def settings_set_mcp(_conn: Connection, p: McpOptionsParams) -> dict[str, Any]:
+        options = {k: v for k, v in msgspec.structs.asdict(p).items() if v is not None}
+        if not options:
+            raise InvalidParams("give at least one option to change")
+        parsed = await store.mutate(lambda doc: registry.set_mcp_options(doc, options))
+        return {"mcp": msgspec.to_builtins(parsed)}
+
+    # --- servers ---------------------------------------------------------------------------
+
+    def describe(name: str) -> dict[str, Any]:
+        settings = store.settings
+        config = settings.servers.get(name)
+        error = settings.server_errors.get(name)
+        if config is None and error is None:
+            raise ServerNotFound(name)
+        out: dict[str, Any] = {"name": name}
+        if config is None:
+            out.update(type=None, enabled=False, status="invalid")
+        else:
+            out.update(
+                type=config.type,
+                enabled=config.enabled,
+                status="enabled" if config.enabled else "disabled",
+                description=config.description,
+                command=config.command,
+                args=list(config.args),
+                url=config.url,
+                timeoutSeconds=config.timeout,
+                longRunning=config.long_running,
+                disabledTools=list(config.disabled_tools),
+                disabledAutoApproveTools=list(config.disabled_auto_approve_tools),
+                serverInfo=msgspec.to_builtins(config.server_info) if config.server_info else None,
+            )
+        if error is not None:
+            out["error"] = error
+        return out
+
+    @table.add("servers.list")
+    async def servers_list(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        settings = store.settings
+        names = list(settings.servers) + [n for n in settings.server_errors if n not in settings.servers]
+        return {"servers": [describe(n) for n in names]}
+
+    @table.add("servers.get", GetServerParams)
+    async def servers_get(_conn: Connection, p: GetServerParams) -> dict[str, Any]:
+        out = describe(p.name)
+        raw = registry.servers_of(store.document()).get(p.name)
+        if isinstance(raw, dict):
+            out["server"] = raw if p.reveal else masked_entry(raw)
+        return out
+
+    @table.add("servers.add", AddServerParams)
+    async def servers_add(_conn: Connection, p: AddServerParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.add_server(doc, p.name, p.server))
+        return describe(p.name)
+
+    @table.add("servers.update", UpdateServerParams)
+    async def servers_update(_conn: Connection, p: UpdateServerParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.update_server(doc, p.name, p.patch))
+        return describe(p.name)
+
+    @table.add("servers.remove", NameParams)
+    async def servers_remove(_conn: Connection, p: NameParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.remove_server(doc, p.name))
+        return {"removed": p.name}
+
+    @table.add("servers.rename", RenameParams)
+    async def servers_rename(_conn: Connection, p: RenameParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.rename_server(doc, p.name, p.new_name))
+        return describe(p.new_name)
+
+    @table.add("servers.import", ImportParams)
+    async def servers_import(_conn: Connection, p: ImportParams) -> dict[str, Any]:
+        parsed = parse_import(p.text)
+        report = await store.mutate(
+            lambda doc: registry.import_servers(doc, parsed.entries, p.on_conflict)
+        )
+        report["rejected"] = parsed.rejected + report["rejected"]
+        return {"format": parsed.format, "duplicates": parsed.duplicates, **report}
+
+    @table.add("servers.export", ExportParams)
+    async def servers_export(_conn: Connection, p: ExportParams) -> dict[str, Any]:
+        servers = registry.servers_of(store.document())
+        if not p.reveal:
+            servers = {
+                n: masked_entry(e) if isinstance(e, dict) else e for n, e in servers.items()
+            }
+        return {"mcpServers": servers}
+
+    @table.add("servers.setToolEnabled", ToolEnabledParams)
+    async def servers_set_tool_enabled(_conn: Connection, p: ToolEnabledParams) -> dict[str, Any]:
+        disabled = await store.mutate(
+            lambda doc: registry.set_tool_flag(
+                doc, p.name, p.tool, key="disabledTools", on=not p.enabled
+            )
+        )
+        return {"name": p.name, "tool": p.tool, "enabled": p.enabled, "disabledTools": disabled}
+
+    @table.add("servers.setToolAutoApprove", ToolAutoApproveParams)
+    async def servers_set_tool_auto_approve(
+        _conn: Connection, p: ToolAutoApproveParams
+    ) -> dict[str, Any]:
+        disabled = await store.mutate(
+            lambda doc: registry.set_tool_flag(
+                doc, p.name, p.tool, key="disabledAutoApproveTools", on=not p.auto_approve
+            )
+        )
+        return {
+            "name": p.name,
+            "tool": p.tool,
+            "autoApprove": p.auto_approve,
+            "disabledAutoApproveTools": disabled,
+        }
+
+    # --- presets ---------------------------------------------------------------------------
+
+    @table.add("presets.list")
+    async def presets_list(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        return {
+            "presets": [
+                {"name": n, **msgspec.to_builtins(p)} for n, p in store.settings.presets.items()
+            ]
+        }
+
+    @table.add("presets.set", PresetParams)
+    async def presets_set(_conn: Connection, p: PresetParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.set_preset(doc, p.name, p.preset))
+        return {"name": p.name, **msgspec.to_builtins(store.settings.presets[p.name])}
+
+    @table.add("presets.remove", NameParams)
+    async def presets_remove(_conn: Connection, p: NameParams) -> dict[str, Any]:
+        await store.mutate(lambda doc: registry.remove_preset(doc, p.name))
+        return {"removed": p.name}
+
+    # --- events ----------------------------------------------------------------------------
+
+    @table.add("events.subscribe", SubscribeParams)
+    async def events_subscribe(conn: Connection, p: SubscribeParams) -> dict[str, Any]:
+        if p.topics is not None:
+            unknown = sorted(set(p.topics) - TOPICS)
+            if unknown:
+                raise InvalidParams(f"unknown topics: {', '.join(unknown)}", topics=sorted(TOPICS))
+        conn.subscribe(p.topics)
+        return {"topics": sorted(TOPICS if p.topics is None else p.topics)}
+
+    return table

@@ -1,0 +1,259 @@
+"""The settings file on disk: atomic writes that merge with hand edits, and hot reload.
+
+Invariants: the file is only ever replaced atomically (temp file, fsync, rename, fsync of the
+directory) keeping its mode; a write first re-reads the file so a hand edit meworkd has not seen
+yet is merged, not clobbered; a file that does not parse is never overwritten; meworkd's own
+writes are recognised by content hash and do not count as edits.
+"""
+
+import copy
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import msgspec
+from anyio.abc import TaskStatus
+from watchfiles._rust_notify import RustNotify  # see watch() for why not awatch
+
+from meworkd.errors import InvalidSettings, SettingsUnreadable
+from meworkd.events import EventBus
+from meworkd.log import get_logger
+from meworkd.settings import (
+    DEFAULT_DOCUMENT,
+    Settings,
+    SettingsDiff,
+    decode_document,
+    diff_settings,
+    parse_settings,
+)
+
+__all__ = ["Listener", "SettingsStore"]
+
+T = TypeVar("T")
+Listener = Callable[[Settings, SettingsDiff], Awaitable[None]]
+
+# watchfiles yields after STEP ms of quiet, at the latest after DEBOUNCE ms of continuous edits:
+# an editor's save (often several writes) is applied once, well within a quarter second.
+WATCH_STEP_MS = 30
+WATCH_DEBOUNCE_MS = 300
+WATCH_RUST_TIMEOUT_MS = 500  # bounds how long cancelling the watcher waits for its thread
+
+log = get_logger("meworkd.settings")
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _encode(doc: dict[str, Any]) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
+
+
+class SettingsStore:
+    """Owns the settings document: the last good snapshot, reloads and every write."""
+
+    def __init__(self, path: Path, events: EventBus) -> None:
+        self.path = path
+        self._events = events
+        self._doc: dict[str, Any] = copy.deepcopy(DEFAULT_DOCUMENT)
+        self._digest: bytes | None = None
+        self._settings = Settings()
+        self._unreadable: str | None = None
+        self._lock = anyio.Lock()
+        self._listeners: list[Listener] = []
+        # Injected in tests to simulate a crash between the temp-file write and the rename.
+        self.before_rename: Callable[[Path], None] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def unreadable(self) -> str | None:
+        """Why the file on disk cannot be used right now, or None."""
+        return self._unreadable
+
+    def document(self) -> dict[str, Any]:
+        return copy.deepcopy(self._doc)
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    # --- start-up ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the file (0600, in a 0700 directory) if absent and load it. Synchronous."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            self._write_file(_encode(DEFAULT_DOCUMENT), mode=0o600, exclusive=True)
+            log.info("settings.created", path=str(self.path))
+        data = self.path.read_bytes()
+        self._apply_bytes(data)
+
+    # --- reading -------------------------------------------------------------------------
+
+    async def reload(self, source: str) -> SettingsDiff | None:
+        """Re-read the file; apply it if it changed (``source`` is told in the event)."""
+        async with self._lock:
+            return await self._reload_locked(source, force=source != "file")
+
+    async def _reload_locked(self, source: str, *, force: bool) -> SettingsDiff | None:
+        try:
+            data = await anyio.Path(self.path).read_bytes()
+        except FileNotFoundError:
+            # Deleted (or mid-replace by an editor): keep running on the last good settings.
+            log.warning("settings.missing", path=str(self.path))
+            return None
+        if not force and _digest(data) == self._digest:
+            return None
+        diff = self._apply_bytes(data, source=source)
+        if diff is not None:
+            await self._notify(diff)
+        return diff
+
+    def _apply_bytes(self, data: bytes, source: str = "start") -> SettingsDiff | None:
+        self._digest = _digest(data)
+        try:
+            doc = decode_document(data)
+        except InvalidSettings as exc:
+            self._unreadable = exc.message
+            log.warning("settings.unreadable", error=exc.message, source=source)
+            self._events.publish(
+                "settings.invalid", {"source": source, "error": exc.message, "servers": {}}
+            )
+            return None
+        self._unreadable = None
+        self._doc = doc
+        return self._install(parse_settings(doc, self._settings), source)
+
+    def _install(self, new: Settings, source: str) -> SettingsDiff:
+        old, self._settings = self._settings, new
+        diff = diff_settings(old, new)
+        if new.server_errors or new.errors:
+            errors = dict(new.server_errors)
+            log.warning("settings.invalid_entries", servers=errors, errors=list(new.errors))
+            self._events.publish(
+                "settings.invalid",
+                {"source": source, "servers": errors, "errors": list(new.errors)},
+            )
+        if source != "start":
+            log.info("settings.applied", source=source, **diff.as_event())
+            self._events.publish("settings.reloaded", {"source": source, **diff.as_event()})
+        return diff
+
+    async def _notify(self, diff: SettingsDiff) -> None:
+        for listener in self._listeners:
+            await listener(self._settings, diff)
+
+    # --- writing -------------------------------------------------------------------------
+
+    async def mutate(self, change: Callable[[dict[str, Any]], T]) -> T:
+        """Apply ``change`` to a fresh copy of the document and persist it before returning.
+
+        ``change`` edits the document in place and may raise (nothing is written then). It may
+        run twice when the file changes under us, so it must only touch the document it gets.
+        """
+        async with self._lock:
+            while True:
+                await self._reload_locked("file", force=False)
+                if self._unreadable is not None:
+                    raise SettingsUnreadable(
+                        f"{self._unreadable}; fix the file first, meworkd will not overwrite it",
+                        path=str(self.path),
+                    )
+                base_digest = self._digest
+                doc = copy.deepcopy(self._doc)
+                result = change(doc)
+                new = parse_settings(doc, self._settings)
+                data = _encode(doc)
+                if await anyio.to_thread.run_sync(self._replace_if_unchanged, data, base_digest):
+                    break
+                # A hand edit landed while we prepared ours: merge with it instead.
+            self._digest = _digest(data)
+            self._doc = doc
+            diff = self._install(new, "write")
+            await self._notify(diff)
+            return result
+
+    def _replace_if_unchanged(self, data: bytes, base_digest: bytes | None) -> bool:
+        mode = 0o600
+        try:
+            st = self.path.stat()
+            mode = stat.S_IMODE(st.st_mode)
+        except FileNotFoundError:
+            pass
+        return self._write_file(data, mode=mode, expect_digest=base_digest)
+
+    def _write_file(
+        self,
+        data: bytes,
+        *,
+        mode: int,
+        exclusive: bool = False,
+        expect_digest: bytes | None = None,
+    ) -> bool:
+        directory = self.path.parent
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.", suffix=".tmp")
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            if self.before_rename is not None:
+                self.before_rename(tmp)
+            if exclusive:
+                # Another process may create the file at the same moment: never replace it then.
+                try:
+                    os.link(tmp, self.path)
+                except FileExistsError:
+                    return False
+            else:
+                if expect_digest is not None:
+                    try:
+                        if _digest(self.path.read_bytes()) != expect_digest:
+                            return False
+                    except FileNotFoundError:
+                        pass
+                os.replace(tmp, self.path)
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    # --- watching ------------------------------------------------------------------------
+
+    async def watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Reload whenever the file changes on disk, until cancelled.
+
+        Uses watchfiles' ``RustNotify`` directly rather than ``awatch`` so that readiness can be
+        reported once the inotify watch is in place (``awatch`` only starts it on first
+        iteration, and an edit made in between would be missed).
+        """
+        stop = anyio.Event()
+        name = self.path.name
+        with RustNotify([str(self.path.parent)], False, False, 300, False, False) as watcher:
+            task_status.started()
+            try:
+                while True:
+                    raw = await anyio.to_thread.run_sync(
+                        watcher.watch, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, WATCH_RUST_TIMEOUT_MS, stop
+                    )
+                    if raw in ("timeout", "signal"):
+                        continue
+                    if raw == "stop":
+                        return
+                    if any(os.path.basename(path) == name for _change, path in raw):
+                        await self.reload("file")
+            finally:
+                stop.set()
