@@ -20,9 +20,12 @@ from meworkd.events import EventBus
 from meworkd.instance import InstanceLock, prepare_private_dir
 from meworkd.log import Redactor, get_logger
 from meworkd.paths import Paths
+from meworkd.pool import SessionPool
+from meworkd.procs import PidLedger
 from meworkd.rpc.dispatch import Dispatcher
 from meworkd.rpc.methods import build_methods
 from meworkd.rpc.server import RpcServer
+from meworkd.serverlog import ServerLogs
 from meworkd.settings import Settings, SettingsDiff, secret_values
 from meworkd.store import SettingsStore
 
@@ -47,6 +50,11 @@ class Daemon:
         self.bus = EventBus()
         self.store = SettingsStore(paths.settings, self.bus)
         self.store.add_listener(self._on_settings)
+        self.logs = ServerLogs(self.bus, self.redactor.redact)
+        self.ledger = PidLedger(paths.pid_ledger)
+        self.pool = SessionPool(
+            self.environ, self.logs, self.ledger, self.bus, lambda: self.store.settings
+        )
         self.started_at = time.monotonic()
         self.rpc = RpcServer(Dispatcher(build_methods(self)), self.bus)
         self._stop = anyio.Event()
@@ -63,6 +71,7 @@ class Daemon:
         lock = InstanceLock(self.paths.lock)
         lock.acquire(self.paths.socket)  # raises AlreadyRunning before anything is touched
         try:
+            self.ledger.reap_leftovers()
             self.store.open()
             self._refresh_secrets(self.store.settings)
             listener, owns_socket = await self._listener()
@@ -86,6 +95,7 @@ class Daemon:
     async def _serve(self, listener: SocketListener, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as backend:
             await backend.start(self.store.watch)
+            await backend.start(self.pool.run)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)
@@ -121,6 +131,7 @@ class Daemon:
 
     async def _on_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._refresh_secrets(settings)
+        await self.pool.apply_settings(settings, diff)
         self._notifier.status(self.status_line())
 
     def _refresh_secrets(self, settings: Settings) -> None:
@@ -134,7 +145,9 @@ class Daemon:
     def status_line(self) -> str:
         servers = self.store.settings.servers
         enabled = sum(1 for c in servers.values() if c.enabled)
-        return f"{len(servers)} servers ({enabled} enabled), 0 sessions"
+        return (
+            f"{len(servers)} servers ({enabled} enabled), {len(self.pool.sessions)} sessions"
+        )
 
     def uptime(self) -> float:
         return time.monotonic() - self.started_at

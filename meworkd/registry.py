@@ -27,6 +27,7 @@ __all__ = [
     "OnConflict",
     "add_server",
     "import_servers",
+    "record_server_info",
     "remove_preset",
     "remove_server",
     "rename_server",
@@ -148,6 +149,11 @@ def set_tool_flag(
     else:
         entry.pop(key, None)
     return current
+
+
+def record_server_info(doc: dict[str, Any], name: str, info: Mapping[str, Any]) -> None:
+    """Store what Test connection learned (name, version, testedAt) in the entry."""
+    _entry(doc, name)["serverInfo"] = {k: v for k, v in info.items() if v is not None}
 
 
 def set_mcp_options(doc: dict[str, Any], options: Mapping[str, Any]) -> McpOptions:

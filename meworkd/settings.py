@@ -342,7 +342,8 @@ def diff_settings(old: Settings, new: Settings) -> SettingsDiff:
     policy: list[str] = []
     for name, config in new.servers.items():
         before = old.servers.get(name)
-        if before is None or before == config:
+        # serverInfo is what Test connection recorded: neither connection nor policy.
+        if before is None or msgspec.structs.replace(before, server_info=config.server_info) == config:
             continue
         if before.connection_key() != config.connection_key():
             connection.append(name)

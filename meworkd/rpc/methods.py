@@ -5,6 +5,7 @@ a typo is an error rather than a silent no-op.
 """
 
 import os
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -14,6 +15,7 @@ from meworkd import __version__, registry
 from meworkd.errors import InvalidParams, ServerNotFound
 from meworkd.events import TOPICS
 from meworkd.importer import parse_import
+from meworkd.probe import test_connection
 from meworkd.rpc.dispatch import MethodTable, NoParams
 from meworkd.rpc.server import Connection
 from meworkd.settings import masked_entry
@@ -85,6 +87,11 @@ class PresetParams(_Params):
     preset: dict[str, Any]
 
 
+class LogsParams(_Params):
+    name: str
+    tail: int | None = None
+
+
 class SubscribeParams(_Params):
     topics: list[str] | None = None
 
@@ -107,7 +114,7 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
             "stateDir": str(daemon.paths.state_dir),
             "servers": len(settings.servers),
             "serversEnabled": sum(1 for c in settings.servers.values() if c.enabled),
-            "sessions": 0,
+            "sessions": len(daemon.pool.sessions),
             "conversations": 0,
             "connections": daemon.rpc.connections,
             "settingsError": store.unreadable,
@@ -168,7 +175,14 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
             out.update(
                 type=config.type,
                 enabled=config.enabled,
-                status="enabled" if config.enabled else "disabled",
+                status=(
+                    "disabled"
+                    if not config.enabled
+                    else "connected"
+                    if daemon.pool.count_for(name)
+                    else "enabled"
+                ),
+                sessions=daemon.pool.count_for(name),
                 description=config.description,
                 command=config.command,
                 args=list(config.args),
@@ -258,6 +272,29 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
             "tool": p.tool,
             "autoApprove": p.auto_approve,
             "disabledAutoApproveTools": disabled,
+        }
+
+    @table.add("servers.test", NameParams)
+    async def servers_test(_conn: Connection, p: NameParams) -> dict[str, Any]:
+        config = daemon.pool.config_for(p.name)
+        result = await test_connection(daemon.pool, p.name, config)
+        if result["ok"]:
+            info = result["serverInfo"]
+            await store.mutate(lambda doc: registry.record_server_info(doc, p.name, info))
+        return daemon.redactor.redact_value(result)  # type: ignore[return-value]
+
+    @table.add("servers.logs", LogsParams)
+    async def servers_logs(_conn: Connection, p: LogsParams) -> dict[str, Any]:
+        if p.name not in store.settings.servers and p.name not in store.settings.server_errors:
+            raise ServerNotFound(p.name)
+        ring = daemon.logs.ring(p.name)
+        return {
+            "name": p.name,
+            "lines": [
+                {"time": datetime.fromtimestamp(t, UTC).isoformat(), "line": line}
+                for t, line in ring.tail(p.tail)
+            ],
+            "dropped": ring.dropped,
         }
 
     # --- presets ---------------------------------------------------------------------------

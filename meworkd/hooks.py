@@ -1,0 +1,486 @@
+"""Claude Code-compatible PermissionRequest hooks: settings validation, matching and the runner.
+
+A hook is a shell command that gets the request JSON on stdin and may allow or deny the call; a
+crash, a timeout or unclear output is no decision, and any deny wins over any allow.
+"""
+
+import functools
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import anyio
+import msgspec
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_OUTPUT_BYTES",
+    "HookCommand",
+    "HookMatcher",
+    "HookOutcome",
+    "HookVerdict",
+    "PermissionRequest",
+    "interpret_output",
+    "matcher_error",
+    "matcher_matches",
+    "parse_permission_hooks",
+    "run_permission_hooks",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+MAX_OUTPUT_BYTES = 64 * 1024
+MAX_MESSAGE_CHARS = 1000
+EVENT_NAME = "PermissionRequest"
+_SETTINGS_PATH = "hooks.PermissionRequest"
+# After SIGKILL a process dies at once; the bound only guards against a wedged (D-state) child.
+_REAP_SECONDS = 5.0
+_READ_CHUNK = 65536
+# Claude Code: a matcher made only of these characters is an exact name (or a list of names).
+_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_\- ,|]*")
+_MATCHER_SEPARATORS = re.compile(r"[|,]")
+# Claude Code fields that change when or how a hook runs; ignoring them could make a hook run
+# (and allow) where its author did not mean it to, so such a hook is skipped and reported.
+_UNSUPPORTED_FIELDS = ("if", "args", "async", "asyncRewake")
+
+Behavior = Literal["allow", "deny"]
+
+
+class HookCommand(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``{"type": "command", "command": ..., "timeout": ...}`` hook handler."""
+
+    type: Literal["command"] = "command"
+    command: Annotated[str, msgspec.Meta(min_length=1)]
+    timeout: Annotated[float, msgspec.Meta(gt=0)] = DEFAULT_TIMEOUT_SECONDS
+
+
+class HookMatcher(msgspec.Struct, frozen=True, kw_only=True):
+    """A matcher group: hook commands run for tool names that ``matcher`` selects."""
+
+    matcher: str = ""
+    hooks: tuple[HookCommand, ...] = ()
+
+
+class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """The call a hook is asked about; ``tool_name`` is the model-facing name."""
+
+    conversation_id: str
+    tool_name: str
+    tool_input: dict[str, Any]
+    permission_mode: str
+    server: str
+    tool: str
+    cwd: str = ""
+
+
+class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What one hook command did, for logs and the audit (no environment, no raw output)."""
+
+    command: str
+    behavior: Behavior | None
+    note: str
+    message: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    duration_ms: int = 0
+
+
+class HookVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The combined result: any deny wins, else any allow, else no decision (``None``)."""
+
+    behavior: Behavior | None = None
+    message: str | None = None
+    hook_command: str | None = None
+    details: list[HookOutcome] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
+
+
+# --- matching ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str] | re.error:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        return exc
+
+
+def _is_match_all(matcher: str) -> bool:
+    return matcher in ("", "*")
+
+
+def _is_exact(matcher: str) -> bool:
+    return _EXACT_MATCHER.fullmatch(matcher) is not None
+
+
+def matcher_error(matcher: str) -> str | None:
+    """Why ``matcher`` can never match (an invalid regular expression), or None."""
+    if _is_match_all(matcher) or _is_exact(matcher):
+        return None
+    compiled = _compile(matcher)
+    if isinstance(compiled, re.error):
+        return f"invalid regular expression: {compiled.msg}"
+    return None
+
+
+def matcher_matches(matcher: str, tool_name: str) -> bool:
+    """Claude Code's rule: ``""``/``"*"`` match all; names-only is exact; else a regex search.
+
+    Exact form: letters, digits, ``_``, ``-``, spaces, ``,`` and ``|`` only, a list of names
+    separated by ``|`` or ``,``. Anything else is an unanchored regex (``re.search``); an invalid
+    one matches nothing (see :func:`matcher_error`).
+    """
+    if _is_match_all(matcher):
+        return True
+    if _is_exact(matcher):
+        return tool_name in {part.strip() for part in _MATCHER_SEPARATORS.split(matcher)}
+    compiled = _compile(matcher)
+    if isinstance(compiled, re.error):
+        return False
+    return compiled.search(tool_name) is not None
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_hook(raw: object, path: str, errors: list[str]) -> HookCommand | None:
+    if not isinstance(raw, dict):
+        errors.append(f"{path}: expected an object")
+        return None
+    ok = True
+    kind = raw.get("type")
+    if kind != "command":
+        shown = f"unsupported hook type {kind!r}, " if isinstance(kind, str) else ""
+        errors.append(f'{path}.type: {shown}expected "command"')
+        ok = False
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        errors.append(f"{path}.command: expected a non-empty string")
+        ok = False
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT_SECONDS)
+    if not _is_number(timeout) or not math.isfinite(timeout) or timeout <= 0:
+        errors.append(f"{path}.timeout: expected number > 0")
+        ok = False
+    for key in _UNSUPPORTED_FIELDS:
+        if raw.get(key) not in (None, False):
+            errors.append(f"{path}.{key}: not supported by meworkd, the hook is skipped")
+            ok = False
+    shell = raw.get("shell")
+    if shell not in (None, "bash"):
+        errors.append(f'{path}.shell: only "bash" (run as /bin/sh -c) is supported')
+        ok = False
+    if not ok or not isinstance(command, str):
+        return None
+    return HookCommand(command=command, timeout=float(timeout))
+
+
+def parse_permission_hooks(raw: object) -> tuple[list[HookMatcher], list[str]]:
+    """Validate the value of ``hooks.PermissionRequest`` (None when absent).
+
+    Invalid entries are left out and each problem is reported with its path, e.g.
+    ``hooks.PermissionRequest[0].hooks[1].timeout: expected number > 0``; valid ones are kept.
+    """
+    if raw is None:
+        return [], []
+    if not isinstance(raw, list):
+        return [], [f"{_SETTINGS_PATH}: expected a list"]
+    matchers: list[HookMatcher] = []
+    errors: list[str] = []
+    for i, group in enumerate(raw):
+        path = f"{_SETTINGS_PATH}[{i}]"
+        if not isinstance(group, dict):
+            errors.append(f"{path}: expected an object")
+            continue
+        matcher = group.get("matcher")
+        if matcher is None:
+            matcher = ""
+        if not isinstance(matcher, str):
+            errors.append(f"{path}.matcher: expected a string")
+            continue
+        problem = matcher_error(matcher)
+        if problem is not None:
+            errors.append(f"{path}.matcher: {problem}")
+            continue
+        raw_hooks = group.get("hooks")
+        if not isinstance(raw_hooks, list):
+            errors.append(f"{path}.hooks: expected a list")
+            continue
+        hooks = [_parse_hook(h, f"{path}.hooks[{j}]", errors) for j, h in enumerate(raw_hooks)]
+        valid = tuple(h for h in hooks if h is not None)
+        if valid:
+            matchers.append(HookMatcher(matcher=matcher, hooks=valid))
+    return matchers, errors
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A second "hookSpecificOutput" (or "behavior") must not silently override the first.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key")
+    return obj
+
+
+def _clip(text: str) -> str | None:
+    text = text.strip()[:MAX_MESSAGE_CHARS].strip()
+    return text or None
+
+
+def interpret_output(
+    returncode: int,
+    stdout: bytes,
+    stderr: bytes,
+    *,
+    tool_input: object = None,
+    stdout_truncated: bool = False,
+) -> tuple[Behavior | None, str | None, str]:
+    """Read a finished hook's result the way Claude Code does: (behavior, message, note).
+
+    Exit 2 denies with stderr as the reason; exit 0 with exactly one JSON document holding
+    ``hookSpecificOutput.decision.behavior`` decides; everything else is no decision.
+    """
+    if returncode < 0:
+        return None, None, f"killed by signal {-returncode}"
+    if returncode == 2:
+        return "deny", _clip(stderr.decode("utf-8", "replace")), "exit code 2: deny"
+    if returncode != 0:
+        return None, None, f"exit code {returncode}: no decision"
+    if stdout_truncated:
+        return None, None, f"stdout exceeds {MAX_OUTPUT_BYTES} bytes: no decision"
+    if not stdout.strip():
+        return None, None, "no output: no decision"
+    try:
+        doc = json.loads(stdout.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
+    except (ValueError, RecursionError):
+        return None, None, "stdout is not exactly one JSON document: no decision"
+    specific = doc.get("hookSpecificOutput") if isinstance(doc, dict) else None
+    if not isinstance(specific, dict):
+        return None, None, "no hookSpecificOutput: no decision"
+    if specific.get("hookEventName", EVENT_NAME) != EVENT_NAME:
+        return None, None, "hookSpecificOutput is for another event: no decision"
+    decision = specific.get("decision")
+    behavior = decision.get("behavior") if isinstance(decision, dict) else None
+    if not isinstance(decision, dict) or behavior not in ("allow", "deny"):
+        return None, None, "no decision.behavior of allow or deny: no decision"
+    if behavior == "deny":
+        message = decision.get("message")
+        return "deny", _clip(message) if isinstance(message, str) else None, "decision: deny"
+    # Allowing the call with the original arguments when the hook approved other ones would be
+    # wrong, and rewriting arguments is not supported, so ask the user instead.
+    updated = decision.get("updatedInput")
+    if updated is not None and updated != tool_input:
+        return None, None, "allow with updatedInput is not supported: no decision"
+    return "allow", None, "decision: allow"
+
+
+# --- runner --------------------------------------------------------------------------------------
+
+
+class _Capture:
+    """Keeps MAX_OUTPUT_BYTES of a stream and drops the rest, still reading so no child blocks."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.truncated = False
+
+    async def drain(self, stream: ByteReceiveStream | None) -> None:
+        if stream is None:
+            return
+        while True:
+            try:
+                chunk = await stream.receive(_READ_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            room = MAX_OUTPUT_BYTES - len(self.data)
+            if len(chunk) > room:
+                self.truncated = True
+            self.data += chunk[: max(room, 0)]
+
+
+async def _feed(stream: ByteSendStream | None, payload: bytes) -> None:
+    if stream is None:
+        return
+    try:
+        await stream.send(payload)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # the hook exited or closed stdin without reading it: its output still counts
+    try:
+        await stream.aclose()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+
+
+def _expand_home(command: str) -> str:
+    if not command.startswith("~/"):
+        return command
+    home = os.path.expanduser("~")
+    if home == "~":
+        return command
+    # Quoted so a home directory with spaces stays one word; sh joins 'a b'/rest into one.
+    return shlex.quote(home) + command[1:]
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+async def _close(process: Process, kill: bool) -> None:
+    with anyio.CancelScope(shield=True):
+        if kill:
+            _kill_group(process.pid)
+        with anyio.move_on_after(_REAP_SECONDS):
+            await process.aclose()
+
+
+async def _run_one(
+    hook: HookCommand, payload: bytes, cwd: str | None, tool_input: object
+) -> HookOutcome:
+    started = time.monotonic()
+
+    def elapsed_ms() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    try:
+        # Shielded: a spawn cancelled halfway kills only the shell, and what it already started
+        # would escape; once spawned, the finally below kills the whole group instead.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                ["/bin/sh", "-c", _expand_home(hook.command)],
+                cwd=cwd,
+                start_new_session=True,
+            )
+    except OSError as exc:
+        return HookOutcome(
+            command=hook.command,
+            behavior=None,
+            note=f"could not start: {exc.strerror or type(exc).__name__}",
+            duration_ms=elapsed_ms(),
+        )
+    stdout, stderr = _Capture(), _Capture()
+    finished = False
+    try:
+        with anyio.move_on_after(hook.timeout):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_feed, process.stdin, payload)
+                tg.start_soon(stdout.drain, process.stdout)
+                tg.start_soon(stderr.drain, process.stderr)
+            await process.wait()
+            finished = True
+    finally:
+        # Timed out or cancelled: the hook and everything it started go, as one process group.
+        await _close(process, kill=not finished)
+    if not finished:
+        return HookOutcome(
+            command=hook.command,
+            behavior=None,
+            note=f"timed out after {hook.timeout:g} s: no decision",
+            timed_out=True,
+            duration_ms=elapsed_ms(),
+        )
+    returncode = process.returncode
+    assert returncode is not None
+    behavior, message, note = interpret_output(
+        returncode,
+        bytes(stdout.data),
+        bytes(stderr.data),
+        tool_input=tool_input,
+        stdout_truncated=stdout.truncated,
+    )
+    return HookOutcome(
+        command=hook.command,
+        behavior=behavior,
+        message=message,
+        note=note,
+        exit_code=returncode if returncode >= 0 else None,
+        signal=-returncode if returncode < 0 else None,
+        duration_ms=elapsed_ms(),
+    )
+
+
+def _payload(request: PermissionRequest) -> bytes:
+    return msgspec.json.encode(
+        {
+            "hook_event_name": EVENT_NAME,
+            "session_id": request.conversation_id,
+            "tool_name": request.tool_name,
+            "tool_input": request.tool_input,
+            "permission_mode": request.permission_mode,
+            "cwd": request.cwd,
+            "mcp_server": request.server,
+            "mcp_tool": request.tool,
+        }
+    )
+
+
+def _select(
+    matchers: Sequence[HookMatcher], tool_name: str, errors: list[str]
+) -> list[HookCommand]:
+    selected: dict[str, HookCommand] = {}
+    for i, group in enumerate(matchers):
+        problem = matcher_error(group.matcher)
+        if problem is not None:
+            errors.append(f"{_SETTINGS_PATH}[{i}].matcher: {problem}")
+            continue
+        if matcher_matches(group.matcher, tool_name):
+            for hook in group.hooks:
+                # As in Claude Code, the same command configured twice runs once.
+                selected.setdefault(hook.command, hook)
+    return list(selected.values())
+
+
+async def run_permission_hooks(
+    matchers: Sequence[HookMatcher], request: PermissionRequest
+) -> HookVerdict:
+    """Run every hook whose matcher selects ``request.tool_name``, concurrently, and combine.
+
+    Each hook is bounded by its own timeout; a cancelled caller kills every hook's process group
+    before this returns.
+    """
+    errors: list[str] = []
+    hooks = _select(matchers, request.tool_name, errors)
+    if not hooks:
+        return HookVerdict(errors=errors)
+    try:
+        payload = _payload(request)
+    except (TypeError, msgspec.EncodeError) as exc:
+        errors.append(f"the request cannot be encoded as JSON: {exc}")
+        return HookVerdict(errors=errors)
+    cwd = request.cwd if request.cwd and await anyio.Path(request.cwd).is_dir() else None
+    outcomes: list[HookOutcome | None] = [None] * len(hooks)
+
+    async def run(index: int, hook: HookCommand) -> None:
+        outcomes[index] = await _run_one(hook, payload, cwd, request.tool_input)
+
+    async with anyio.create_task_group() as tg:
+        for index, hook in enumerate(hooks):
+            tg.start_soon(run, index, hook)
+    details = [o for o in outcomes if o is not None]
+    for behavior in ("deny", "allow"):
+        winner = next((o for o in details if o.behavior == behavior), None)
+        if winner is not None:
+            return HookVerdict(
+                behavior=winner.behavior,
+                message=winner.message,
+                hook_command=winner.command,
+                details=details,
+                errors=errors,
+            )
+    return HookVerdict(details=details, errors=errors)

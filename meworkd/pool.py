@@ -1,0 +1,201 @@
+"""The session pool: one MCP session per (conversation, server), shared by every frontend.
+
+Opened on first use, closed after ``mcp.session_idle_minutes`` without use (a call in flight
+keeps it open), dropped when its server dies (the next use reconnects), retired when a reload
+changes the server's connection fields or removes or disables it.
+"""
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
+
+from meworkd.errors import InvalidSettings, ServerUnavailable, ShuttingDown
+from meworkd.events import EventBus
+from meworkd.log import get_logger
+from meworkd.procs import PidLedger
+from meworkd.serverlog import ServerLogs
+from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
+from meworkd.session import McpSession
+
+__all__ = ["CLOSE_BOUND", "SessionPool"]
+
+CLOSE_BOUND = 8.0  # seconds for closing every session at shutdown (below the daemon's bound)
+SWEEP_MAX_INTERVAL = 30.0
+
+Key = tuple[str, str]
+log = get_logger("meworkd.pool")
+
+
+class SessionPool:
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        logs: ServerLogs,
+        ledger: PidLedger,
+        bus: EventBus,
+        settings: Callable[[], Settings],
+    ) -> None:
+        self._environ = dict(environ)
+        self._logs = logs
+        self._ledger = ledger
+        self._bus = bus
+        self._settings = settings
+        self._sessions: dict[Key, McpSession] = {}
+        self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
+        self._tg: TaskGroup | None = None
+        self._closing = False
+        self._wake_sweeper = anyio.Event()
+        # Bumped on tools/list_changed so callers know a cached listing is stale.
+        self.tools_changed: defaultdict[Key, int] = defaultdict(int)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            try:
+                await self._sweep_idle()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.close_all()
+
+    async def close_all(self) -> None:
+        """Close every session concurrently, bounded by ``CLOSE_BOUND``."""
+        self._closing = True
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        for s in sessions:
+            s.retire(force=True)
+        with anyio.move_on_after(CLOSE_BOUND):
+            for s in sessions:
+                await s.closed.wait()
+
+    # --- getting sessions ----------------------------------------------------------------
+
+    def config_for(self, server: str) -> ServerConfig:
+        from meworkd.errors import ServerNotFound
+
+        config = self._settings().servers.get(server)
+        if config is None:
+            raise ServerNotFound(server)
+        return config
+
+    async def get(self, conversation: str, server: str) -> McpSession:
+        """The live session for (conversation, server), opening it if needed."""
+        key = (conversation, server)
+        async with self._locks[key]:
+            existing = self._sessions.get(key)
+            if existing is not None and existing.alive:
+                existing.last_used = time.monotonic()
+                return existing
+            config = self.config_for(server)
+            if not config.enabled:
+                raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")
+            session = await self.open(server, conversation, config)
+            self._sessions[key] = session
+            self._publish_status(server, conversation, "connected")
+            return session
+
+    async def open(
+        self, server: str, conversation: str | None, config: ServerConfig
+    ) -> McpSession:
+        """Start a session (pooled or not) in the pool's task group; raise if it fails."""
+        if self._tg is None or self._closing:
+            raise ShuttingDown("meworkd is shutting down")
+        try:
+            expanded = expand_server(server, config, self._environ)
+        except InvalidSettings as exc:
+            raise ServerUnavailable(exc.message, server=server, reason="unset_variable") from None
+        session = McpSession(
+            server,
+            conversation,
+            expanded,
+            self._environ,
+            on_stderr=self._logs.writer(server, conversation),
+            on_spawn=lambda pid: self._ledger.add(pid, server),
+            on_exit=self._ledger.remove,
+            on_notification=self._notification,
+        )
+        try:
+            await self._tg.start(self._own, session)
+        except ServerUnavailable as exc:
+            log.warning("session.connect_failed", server=server, conversation=conversation,
+                        error=exc.message)
+            raise
+        log.info("session.opened", server=server, conversation=conversation,
+                 protocol=session.protocol_version, pid=session.pid,
+                 ms=round((session.connect_seconds or 0) * 1000, 1))
+        return session
+
+    async def _own(self, session: McpSession, *, task_status: TaskStatus[McpSession]) -> None:
+        await session.run(task_status=task_status)
+        key = (session.conversation or "", session.server)
+        if self._sessions.get(key) is session:
+            del self._sessions[key]
+            self._publish_status(session.server, session.conversation, "closed", session.error)
+
+    def _notification(self, session: McpSession, message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed[(session.conversation or "", session.server)] += 1
+
+    def _publish_status(
+        self, server: str, conversation: str | None, status: str, error: str | None = None
+    ) -> None:
+        data: dict[str, object] = {"server": server, "conversation": conversation,
+                                   "status": status}
+        if error:
+            data["error"] = error
+        self._bus.publish("server.status", data)
+
+    # --- closing -------------------------------------------------------------------------
+
+    def retire(self, predicate: Callable[[McpSession], bool], *, force: bool = False) -> int:
+        """Retire matching sessions (they close once their calls finish, or now with force)."""
+        count = 0
+        for key, session in list(self._sessions.items()):
+            if predicate(session):
+                del self._sessions[key]
+                session.retire(force=force)
+                self._publish_status(session.server, session.conversation, "closed")
+                count += 1
+        return count
+
+    def close_conversation(self, conversation: str) -> int:
+        return self.retire(lambda s: s.conversation == conversation, force=True)
+
+    async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
+        gone = set(diff.removed) | set(diff.connection_changed)
+        gone |= {n for n, c in settings.servers.items() if not c.enabled}
+        if gone:
+            count = self.retire(lambda s: s.server in gone)
+            if count:
+                log.info("pool.retired", servers=sorted(gone), sessions=count)
+        self._wake_sweeper.set()  # the idle limit may have changed
+
+    # --- idle sweeping -------------------------------------------------------------------
+
+    async def _sweep_idle(self) -> None:
+        while True:
+            idle = self._settings().mcp.session_idle_minutes * 60.0
+            now = time.monotonic()
+            self.retire(lambda s: s.in_flight == 0 and now - s.last_used >= idle)
+            nearest = min(
+                (s.last_used + idle - now for s in self._sessions.values()), default=idle
+            )
+            self._wake_sweeper = anyio.Event()
+            with anyio.move_on_after(max(0.05, min(nearest, SWEEP_MAX_INTERVAL))):
+                await self._wake_sweeper.wait()
+
+    # --- views ---------------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> list[McpSession]:
+        return list(self._sessions.values())
+
+    def count_for(self, server: str) -> int:
+        return sum(1 for s in self._sessions.values() if s.server == server)

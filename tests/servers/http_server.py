@@ -1,0 +1,233 @@
+"""Streamable HTTP MCP fixture server, run as a subprocess by the tests.
+
+``python tests/servers/http_server.py --port P [--mode normal|500|drop|hang]``
+
+Listens on 127.0.0.1 (``--port 0`` picks a free port) and prints exactly one line ``READY <port>``
+to stdout once it accepts requests; every log line goes to stderr. The MCP endpoint is ``/mcp``.
+
+* ``normal``: a lowlevel ``mcp.server.Server`` (both protocol eras) with the tools ``echo {text}``,
+  ``slow {seconds}``, ``whoami`` (the Authorization header the request carried, ``<none>`` if
+  absent), ``progress {steps, interval}`` and ``forget_sessions`` (the session manager forgets
+  every handshake-era session, so the next request with an old ``Mcp-Session-Id`` gets HTTP 404;
+  ``POST /admin/forget`` does the same from outside).
+* ``500``: every request is answered with HTTP 500 and the body ``kitchen http: internal failure``.
+* ``drop``: like ``normal``, but a POST whose JSON-RPC method is ``tools/call`` gets a 200 SSE
+  response start and half an event, then the connection is closed.
+* ``hang``: accepts connections and reads requests, never answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+import anyio
+import mcp.types as types
+import uvicorn
+from mcp import MCPError
+from mcp.server import Server, ServerRequestContext
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+ASGIApp = Any
+FAILURE_BODY = b"kitchen http: internal failure"
+log = logging.getLogger("http_server")
+
+
+class DropConnection(Exception):
+    """Raised after the response started: uvicorn then closes the connection."""
+
+
+def build_mcp_app() -> ASGIApp:
+    def obj(props: dict[str, Any] | None = None, required: list[str] | None = None) -> dict:
+        schema: dict[str, Any] = {"type": "object", "properties": props or {}}
+        if required:
+            schema["required"] = required
+        return schema
+
+    tools = [
+        types.Tool(name="echo", input_schema=obj({"text": {"type": "string"}}, ["text"])),
+        types.Tool(name="slow", input_schema=obj({"seconds": {"type": "number"}}, ["seconds"])),
+        types.Tool(
+            name="whoami", description="The Authorization header received", input_schema=obj()
+        ),
+        types.Tool(
+            name="progress",
+            input_schema=obj({"steps": {"type": "integer"}, "interval": {"type": "number"}}),
+        ),
+        types.Tool(name="forget_sessions", description="Forget all sessions", input_schema=obj()),
+    ]
+
+    def text(s: str, **kw: Any) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=s)], **kw)
+
+    def forget() -> int:
+        manager = server.session_manager
+        n = len(manager._server_instances)
+        manager._server_instances.clear()
+        manager._session_owners.clear()
+        log.info("forgot %d session(s)", n)
+        return n
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        a = params.arguments or {}
+        if params.name == "echo":
+            return text(str(a.get("text", "")), _meta={"kitchen/echo": True})
+        if params.name == "slow":
+            seconds = float(a.get("seconds", 1))
+            # A progress notification at the start (only if the caller asked for progress) tells
+            # a test that the handler is running, so it can cancel without guessing a delay.
+            await ctx.session.report_progress(0, seconds, "sleeping")
+            try:
+                await anyio.sleep(seconds)
+            except anyio.get_cancelled_exc_class():
+                sys.stderr.write("kitchen http: slow cancelled\n")
+                sys.stderr.flush()
+                raise
+            return text("slept")
+        if params.name == "whoami":
+            headers = getattr(ctx.request, "headers", None) or {}
+            return text(headers.get("authorization", "<none>"))
+        if params.name == "progress":
+            steps = int(a.get("steps", 3))
+            interval = float(a.get("interval", 0.01))
+            for i in range(steps):
+                if i:
+                    await anyio.sleep(interval)
+                await ctx.session.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+            return text("done")
+        if params.name == "forget_sessions":
+            return text(f"forgot {forget()}")
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+
+    async def forget_route(request: Request) -> JSONResponse:
+        return JSONResponse({"forgot": forget()})
+
+    server = Server(
+        "kitchen-http", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool
+    )
+    return server.streamable_http_app(
+        host="127.0.0.1",
+        custom_starlette_routes=[Route("/admin/forget", forget_route, methods=["POST"])],
+    )
+
+
+async def app_500(scope: dict, receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 500,
+            "headers": [
+                (b"content-type", b"text/plain"),
+                (b"content-length", b"%d" % len(FAILURE_BODY)),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": FAILURE_BODY})
+
+
+async def app_hang(scope: dict, receive: Any, send: Any) -> None:
+    if scope["type"] == "http":
+        await anyio.sleep_forever()
+
+
+def dropping(inner: ASGIApp) -> ASGIApp:
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await inner(scope, receive, send)
+            return
+        buffered: list[dict] = []
+        body = b""
+        while True:
+            message = await receive()
+            buffered.append(message)
+            body += message.get("body", b"")
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        try:
+            method = json.loads(body).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        if method == "tools/call":
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")],
+                }
+            )
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b'event: message\r\ndata: {"jsonrpc": "2.0", "id": ',
+                    "more_body": True,
+                }
+            )
+            raise DropConnection("kitchen http: dropping the connection mid-response")
+
+        async def replay() -> dict:
+            if buffered:
+                return buffered.pop(0)
+            return await receive()
+
+        await inner(scope, replay, send)
+
+    return app
+
+
+class ReadyServer(uvicorn.Server):
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit or not self.servers:
+            return
+        port = self.servers[0].sockets[0].getsockname()[1]
+        sys.stdout.write(f"READY {port}\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="http_server")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--mode", choices=["normal", "500", "drop", "hang"], default="normal")
+    args = p.parse_args()
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="http_server %(levelname)s %(name)s: %(message)s",
+    )
+    app: ASGIApp
+    lifespan = "on"
+    if args.mode == "500":
+        app, lifespan = app_500, "off"
+    elif args.mode == "hang":
+        app, lifespan = app_hang, "off"
+    elif args.mode == "drop":
+        app = dropping(build_mcp_app())
+    else:
+        app = build_mcp_app()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        lifespan=lifespan,
+        log_config=None,
+        timeout_graceful_shutdown=1,
+    )
+    ReadyServer(config).run()
+
+
+if __name__ == "__main__":
+    main()
