@@ -16,6 +16,8 @@ import anyio
 from anyio.abc import SocketListener, TaskStatus
 
 from meworkd import __version__, systemd
+from meworkd.approvals import Approvals
+from meworkd.errors import ShuttingDown
 from meworkd.events import EventBus
 from meworkd.instance import InstanceLock, prepare_private_dir
 from meworkd.log import Redactor, get_logger
@@ -27,7 +29,9 @@ from meworkd.rpc.methods import build_methods
 from meworkd.rpc.server import RpcServer
 from meworkd.serverlog import ServerLogs
 from meworkd.settings import Settings, SettingsDiff, secret_values
+from meworkd.state import StateDB
 from meworkd.store import SettingsStore
+from meworkd.turns import Turns
 
 __all__ = ["SHUTDOWN_BOUND", "Daemon"]
 
@@ -55,6 +59,9 @@ class Daemon:
         self.pool = SessionPool(
             self.environ, self.logs, self.ledger, self.bus, lambda: self.store.settings
         )
+        self.approvals = Approvals(self.bus, lambda: self.store.settings)
+        self.db: StateDB | None = None
+        self._turns: Turns | None = None
         self.started_at = time.monotonic()
         self.rpc = RpcServer(Dispatcher(build_methods(self)), self.bus)
         self._stop = anyio.Event()
@@ -73,6 +80,8 @@ class Daemon:
         try:
             self.ledger.reap_leftovers()
             self.store.open()
+            self.db = StateDB(self.paths.database)
+            self._turns = Turns(self.store, self.pool, self.approvals, self.db, self.bus)
             self._refresh_secrets(self.store.settings)
             listener, owns_socket = await self._listener()
             try:
@@ -81,6 +90,8 @@ class Daemon:
                 if owns_socket:
                     self.paths.socket.unlink(missing_ok=True)
         finally:
+            if self.db is not None:
+                self.db.close()
             lock.release()
             log.info("daemon.stopped")
 
@@ -112,6 +123,7 @@ class Daemon:
                 await self._stop.wait()
                 log.info("daemon.stopping")
                 self._notifier.stopping()
+                self.approvals.shutdown()
                 self.rpc.stop()
             backend.cancel_scope.cancel()
 
@@ -148,6 +160,18 @@ class Daemon:
         return (
             f"{len(servers)} servers ({enabled} enabled), {len(self.pool.sessions)} sessions"
         )
+
+    @property
+    def turns(self) -> Turns:
+        if self._turns is None:
+            raise ShuttingDown("meworkd is not running")
+        return self._turns
+
+    @property
+    def state(self) -> StateDB:
+        if self.db is None:
+            raise ShuttingDown("meworkd is not running")
+        return self.db
 
     def uptime(self) -> float:
         return time.monotonic() - self.started_at

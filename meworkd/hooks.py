@@ -21,6 +21,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
+    "EVENT_NAME",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTPUT_BYTES",
     "HookCommand",
@@ -107,11 +108,12 @@ class HookVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str] | re.error:
+def _compile(pattern: str) -> re.Pattern[str] | str:
+    """The compiled pattern, or the reason it does not compile."""
     try:
         return re.compile(pattern)
     except re.error as exc:
-        return exc
+        return f"invalid regular expression: {exc.msg}"
 
 
 def _is_match_all(matcher: str) -> bool:
@@ -127,9 +129,7 @@ def matcher_error(matcher: str) -> str | None:
     if _is_match_all(matcher) or _is_exact(matcher):
         return None
     compiled = _compile(matcher)
-    if isinstance(compiled, re.error):
-        return f"invalid regular expression: {compiled.msg}"
-    return None
+    return compiled if isinstance(compiled, str) else None
 
 
 def matcher_matches(matcher: str, tool_name: str) -> bool:
@@ -144,9 +144,7 @@ def matcher_matches(matcher: str, tool_name: str) -> bool:
     if _is_exact(matcher):
         return tool_name in {part.strip() for part in _MATCHER_SEPARATORS.split(matcher)}
     compiled = _compile(matcher)
-    if isinstance(compiled, re.error):
-        return False
-    return compiled.search(tool_name) is not None
+    return not isinstance(compiled, str) and compiled.search(tool_name) is not None
 
 
 # --- settings ----------------------------------------------------------------------------------
@@ -255,7 +253,7 @@ def interpret_output(
     ``hookSpecificOutput.decision.behavior`` decides; everything else is no decision.
     """
     if returncode < 0:
-        return None, None, f"killed by signal {-returncode}"
+        return None, None, f"killed by signal {-returncode}: no decision"
     if returncode == 2:
         return "deny", _clip(stderr.decode("utf-8", "replace")), "exit code 2: deny"
     if returncode != 0:
@@ -375,19 +373,18 @@ async def _run_one(
             duration_ms=elapsed_ms(),
         )
     stdout, stderr = _Capture(), _Capture()
-    finished = False
+    returncode: int | None = None
     try:
         with anyio.move_on_after(hook.timeout):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, process.stdin, payload)
                 tg.start_soon(stdout.drain, process.stdout)
                 tg.start_soon(stderr.drain, process.stderr)
-            await process.wait()
-            finished = True
+            returncode = await process.wait()
     finally:
         # Timed out or cancelled: the hook and everything it started go, as one process group.
-        await _close(process, kill=not finished)
-    if not finished:
+        await _close(process, kill=returncode is None)
+    if returncode is None:
         return HookOutcome(
             command=hook.command,
             behavior=None,
@@ -395,8 +392,6 @@ async def _run_one(
             timed_out=True,
             duration_ms=elapsed_ms(),
         )
-    returncode = process.returncode
-    assert returncode is not None
     behavior, message, note = interpret_output(
         returncode,
         bytes(stdout.data),
@@ -413,6 +408,15 @@ async def _run_one(
         signal=-returncode if returncode < 0 else None,
         duration_ms=elapsed_ms(),
     )
+
+
+async def _is_dir(path: str) -> bool:
+    if not path:
+        return False
+    try:
+        return await anyio.Path(path).is_dir()
+    except (OSError, ValueError):  # ValueError: a NUL byte in the path
+        return False
 
 
 def _payload(request: PermissionRequest) -> bytes:
@@ -463,7 +467,7 @@ async def run_permission_hooks(
     except (TypeError, msgspec.EncodeError) as exc:
         errors.append(f"the request cannot be encoded as JSON: {exc}")
         return HookVerdict(errors=errors)
-    cwd = request.cwd if request.cwd and await anyio.Path(request.cwd).is_dir() else None
+    cwd = request.cwd if await _is_dir(request.cwd) else None
     outcomes: list[HookOutcome | None] = [None] * len(hooks)
 
     async def run(index: int, hook: HookCommand) -> None:

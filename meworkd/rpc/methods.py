@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from msgspec import Struct
+from structlog.contextvars import bound_contextvars
 
 from meworkd import __version__, registry
-from meworkd.errors import InvalidParams, ServerNotFound
+from meworkd.errors import InvalidParams, PresetNotFound, ServerNotFound
 from meworkd.events import TOPICS
 from meworkd.importer import parse_import
 from meworkd.probe import test_connection
 from meworkd.rpc.dispatch import MethodTable, NoParams
 from meworkd.rpc.server import Connection
+from meworkd.policy import ApprovalLevel
 from meworkd.settings import masked_entry
 
 if TYPE_CHECKING:
@@ -92,6 +94,56 @@ class LogsParams(_Params):
     tail: int | None = None
 
 
+class IdParams(_Params):
+    id: str
+
+
+class CreateConversationParams(_Params):
+    id: str | None = None
+    preset: str | None = None
+    mcp_servers: list[str] | None = None
+    approval_level: ApprovalLevel | None = None
+
+
+class UpdateConversationParams(_Params):
+    id: str
+    mcp_servers: list[str] | None = None
+    approval_level: ApprovalLevel | None = None
+    preset: str | None = None
+
+
+class BeginParams(_Params):
+    conversation_id: str
+    parent_turn_id: str | None = None
+
+
+class CallToolParams(_Params):
+    turn_id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    call_id: str | None = None
+
+
+class CancelParams(_Params):
+    turn_id: str
+    call_id: str | None = None
+
+
+class TurnParams(_Params):
+    turn_id: str
+
+
+class RespondParams(_Params):
+    approval_id: str
+    decision: Literal["allow", "deny"]
+    reason: str | None = None
+
+
+class AuditParams(_Params):
+    conversation_id: str | None = None
+    limit: int = 100
+
+
 class SubscribeParams(_Params):
     topics: list[str] | None = None
 
@@ -115,7 +167,8 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
             "servers": len(settings.servers),
             "serversEnabled": sum(1 for c in settings.servers.values() if c.enabled),
             "sessions": len(daemon.pool.sessions),
-            "conversations": 0,
+            "conversations": daemon.state.conversation_count(),
+            "turns": daemon.turns.active,
             "connections": daemon.rpc.connections,
             "settingsError": store.unreadable,
         }
@@ -224,12 +277,16 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     @table.add("servers.remove", NameParams)
     async def servers_remove(_conn: Connection, p: NameParams) -> dict[str, Any]:
         await store.mutate(lambda doc: registry.remove_server(doc, p.name))
-        return {"removed": p.name}
+        daemon.logs.forget(p.name)
+        touched = daemon.state.replace_server_in_selections(p.name, None)
+        return {"removed": p.name, "conversationsUpdated": touched}
 
     @table.add("servers.rename", RenameParams)
     async def servers_rename(_conn: Connection, p: RenameParams) -> dict[str, Any]:
         await store.mutate(lambda doc: registry.rename_server(doc, p.name, p.new_name))
-        return describe(p.new_name)
+        daemon.logs.rename(p.name, p.new_name)
+        touched = daemon.state.replace_server_in_selections(p.name, p.new_name)
+        return {**describe(p.new_name), "conversationsUpdated": touched}
 
     @table.add("servers.import", ImportParams)
     async def servers_import(_conn: Connection, p: ImportParams) -> dict[str, Any]:
@@ -316,6 +373,98 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     async def presets_remove(_conn: Connection, p: NameParams) -> dict[str, Any]:
         await store.mutate(lambda doc: registry.remove_preset(doc, p.name))
         return {"removed": p.name}
+
+    # --- conversations ---------------------------------------------------------------------
+
+    def check_selection(names: list[str] | None) -> None:
+        if names is None:
+            return
+        known = set(store.settings.servers) | set(store.settings.server_errors)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ServerNotFound(unknown[0])
+
+    @table.add("conversations.create", CreateConversationParams)
+    async def conversations_create(
+        _conn: Connection, p: CreateConversationParams
+    ) -> dict[str, Any]:
+        servers, level = p.mcp_servers, p.approval_level
+        if p.preset is not None:
+            preset = store.settings.presets.get(p.preset)
+            if preset is None:
+                raise PresetNotFound(p.preset)
+            servers = list(preset.mcp_servers) if servers is None else servers
+            level = level or preset.approval_level
+        check_selection(servers)
+        conv = daemon.state.create_conversation(
+            p.id, servers or [], level or "request_approval", p.preset
+        )
+        return conv.as_dict()
+
+    @table.add("conversations.get", IdParams)
+    async def conversations_get(_conn: Connection, p: IdParams) -> dict[str, Any]:
+        return daemon.state.get_conversation(p.id).as_dict()
+
+    @table.add("conversations.list")
+    async def conversations_list(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        return {"conversations": [c.as_dict() for c in daemon.state.list_conversations()]}
+
+    @table.add("conversations.update", UpdateConversationParams)
+    async def conversations_update(
+        _conn: Connection, p: UpdateConversationParams
+    ) -> dict[str, Any]:
+        check_selection(p.mcp_servers)
+        conv = daemon.state.update_conversation(
+            p.id, mcp_servers=p.mcp_servers, approval_level=p.approval_level, preset=p.preset
+        )
+        if p.mcp_servers is not None:
+            dropped = {
+                s.server for s in daemon.pool.sessions if s.conversation == p.id
+            } - set(p.mcp_servers)
+            daemon.pool.retire(lambda s: s.conversation == p.id and s.server in dropped)
+        return conv.as_dict()
+
+    @table.add("conversations.delete", IdParams)
+    async def conversations_delete(_conn: Connection, p: IdParams) -> dict[str, Any]:
+        daemon.state.delete_conversation(p.id)
+        daemon.turns.end_conversation(p.id)
+        closed = daemon.pool.close_conversation(p.id)
+        return {"deleted": p.id, "sessionsClosed": closed}
+
+    # --- turns -----------------------------------------------------------------------------
+
+    @table.add("turns.begin", BeginParams)
+    async def turns_begin(_conn: Connection, p: BeginParams) -> dict[str, Any]:
+        return await daemon.turns.begin(p.conversation_id, p.parent_turn_id)
+
+    @table.add("turns.callTool", CallToolParams)
+    async def turns_call_tool(_conn: Connection, p: CallToolParams) -> dict[str, Any]:
+        with bound_contextvars(turn=p.turn_id):
+            result = await daemon.turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
+        return daemon.redactor.redact_value(result)  # type: ignore[return-value]
+
+    @table.add("turns.cancel", CancelParams)
+    async def turns_cancel(_conn: Connection, p: CancelParams) -> dict[str, Any]:
+        return {"cancelled": daemon.turns.cancel(p.turn_id, p.call_id)}
+
+    @table.add("turns.end", TurnParams)
+    async def turns_end(_conn: Connection, p: TurnParams) -> dict[str, Any]:
+        daemon.turns.end(p.turn_id)
+        return {"ended": p.turn_id}
+
+    # --- approvals -------------------------------------------------------------------------
+
+    @table.add("approvals.list")
+    async def approvals_list(_conn: Connection, _p: NoParams) -> dict[str, Any]:
+        return {"approvals": daemon.approvals.list()}
+
+    @table.add("approvals.respond", RespondParams)
+    async def approvals_respond(_conn: Connection, p: RespondParams) -> dict[str, Any]:
+        return daemon.approvals.respond(p.approval_id, p.decision, p.reason)
+
+    @table.add("audit.list", AuditParams)
+    async def audit_list(_conn: Connection, p: AuditParams) -> dict[str, Any]:
+        return {"entries": daemon.state.audit(p.conversation_id, p.limit)}
 
     # --- events ----------------------------------------------------------------------------
 

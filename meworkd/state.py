@@ -1,0 +1,242 @@
+"""The state database (SQLite in the state dir): conversations and the tool-call audit log.
+
+Queries are tiny and local, so they run on the event loop; WAL keeps writes cheap and readers
+unblocked, and the schema is versioned with ``user_version``.
+"""
+
+import json
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from meworkd.errors import ConflictError, ConversationNotFound
+
+__all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    mcp_servers TEXT NOT NULL DEFAULT '[]',
+    approval_level TEXT NOT NULL DEFAULT 'request_approval',
+    preset TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    call_id TEXT,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    name TEXT NOT NULL,
+    arguments_digest TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    reason TEXT,
+    duration_ms REAL,
+    reply_bytes INTEGER,
+    is_error INTEGER
+);
+CREATE INDEX IF NOT EXISTS audit_conversation ON audit (conversation_id, id);
+"""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    mcp_servers: tuple[str, ...]
+    approval_level: str
+    preset: str | None
+    created_at: str
+    updated_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "mcpServers": list(self.mcp_servers),
+            "approvalLevel": self.approval_level,
+            "preset": self.preset,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    conversation_id: str
+    turn_id: str
+    call_id: str | None
+    server: str
+    tool: str
+    name: str
+    arguments_digest: str
+    decision: str
+    decided_by: str
+    reason: str | None
+    duration_ms: float | None
+    reply_bytes: int | None
+    is_error: bool | None
+
+
+class StateDB:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        path.chmod(0o600)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- conversations -------------------------------------------------------------------
+
+    @staticmethod
+    def _conversation(row: sqlite3.Row) -> Conversation:
+        return Conversation(
+            id=row["id"],
+            mcp_servers=tuple(json.loads(row["mcp_servers"])),
+            approval_level=row["approval_level"],
+            preset=row["preset"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    def create_conversation(
+        self,
+        conversation_id: str | None,
+        mcp_servers: list[str],
+        approval_level: str,
+        preset: str | None,
+    ) -> Conversation:
+        cid = conversation_id or uuid.uuid4().hex
+        stamp = now_iso()
+        try:
+            self._db.execute(
+                "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
+                (cid, json.dumps(mcp_servers), approval_level, preset, stamp, stamp),
+            )
+        except sqlite3.IntegrityError:
+            raise ConflictError(f"a conversation {cid!r} already exists",
+                                conversationId=cid) from None
+        return self.get_conversation(cid)
+
+    def get_conversation(self, conversation_id: str) -> Conversation:
+        row = self._db.execute(
+            "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        return self._conversation(row)
+
+    def list_conversations(self) -> list[Conversation]:
+        rows = self._db.execute("SELECT * FROM conversations ORDER BY created_at, id").fetchall()
+        return [self._conversation(r) for r in rows]
+
+    def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        mcp_servers: list[str] | None = None,
+        approval_level: str | None = None,
+        preset: str | None = None,
+    ) -> Conversation:
+        current = self.get_conversation(conversation_id)
+        self._db.execute(
+            "UPDATE conversations SET mcp_servers = ?, approval_level = ?, preset = ?, "
+            "updated_at = ? WHERE id = ?",
+            (
+                json.dumps(list(current.mcp_servers) if mcp_servers is None else mcp_servers),
+                approval_level or current.approval_level,
+                preset if preset is not None else current.preset,
+                now_iso(),
+                conversation_id,
+            ),
+        )
+        return self.get_conversation(conversation_id)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        cursor = self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+        if cursor.rowcount == 0:
+            raise ConversationNotFound(conversation_id)
+
+    def conversation_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM conversations").fetchone()[0])
+
+    def replace_server_in_selections(self, old: str, new: str | None) -> list[str]:
+        """Rename (or, with ``new`` None, drop) a server in every selection; the ids touched."""
+        touched: list[str] = []
+        for conv in self.list_conversations():
+            if old in conv.mcp_servers:
+                names = [new if n == old else n for n in conv.mcp_servers]
+                self.update_conversation(conv.id, mcp_servers=[n for n in names if n])
+                touched.append(conv.id)
+        return touched
+
+    # --- audit ---------------------------------------------------------------------------
+
+    def record(self, entry: AuditEntry) -> None:
+        self._db.execute(
+            "INSERT INTO audit (time, conversation_id, turn_id, call_id, server, tool, name, "
+            "arguments_digest, decision, decided_by, reason, duration_ms, reply_bytes, is_error) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                now_iso(),
+                entry.conversation_id,
+                entry.turn_id,
+                entry.call_id,
+                entry.server,
+                entry.tool,
+                entry.name,
+                entry.arguments_digest,
+                entry.decision,
+                entry.decided_by,
+                entry.reason,
+                entry.duration_ms,
+                entry.reply_bytes,
+                None if entry.is_error is None else int(entry.is_error),
+            ),
+        )
+
+    def audit(self, conversation_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        query = "SELECT * FROM audit"
+        args: tuple[Any, ...] = ()
+        if conversation_id is not None:
+            query += " WHERE conversation_id = ?"
+            args = (conversation_id,)
+        query += " ORDER BY id DESC LIMIT ?"
+        rows = self._db.execute(query, (*args, max(1, min(limit, 10_000)))).fetchall()
+        return [
+            {
+                "id": r["id"],
+                "time": r["time"],
+                "conversationId": r["conversation_id"],
+                "turnId": r["turn_id"],
+                "callId": r["call_id"],
+                "server": r["server"],
+                "tool": r["tool"],
+                "name": r["name"],
+                "argumentsDigest": r["arguments_digest"],
+                "decision": r["decision"],
+                "decidedBy": r["decided_by"],
+                "reason": r["reason"],
+                "durationMs": r["duration_ms"],
+                "replyBytes": r["reply_bytes"],
+                "isError": None if r["is_error"] is None else bool(r["is_error"]),
+            }
+            for r in reversed(rows)
+        ]
+
