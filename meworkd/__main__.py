@@ -22,16 +22,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="meworkd",
         description="The MCP host daemon of Mework: serves JSON-RPC on a local Unix socket.",
     )
-    parser.add_argument("--settings", type=Path, help="settings document "
-                        "(default: $MEWORK_SETTINGS or $XDG_CONFIG_HOME/mework/settings.json)")
-    parser.add_argument("--socket", type=Path, help="control socket "
-                        "(default: $MEWORK_SOCKET or $XDG_RUNTIME_DIR/mework/meworkd.sock)")
-    parser.add_argument("--state-dir", type=Path, help="conversations, audit log and pid ledger "
-                        "(default: $XDG_STATE_HOME/mework)")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
-    parser.add_argument("--log-format", default="json", choices=["json", "console"],
-                        help="json lines for journald (default) or a readable console format")
+    parser.add_argument(
+        "--settings",
+        type=Path,
+        help="settings document "
+        "(default: $MEWORK_SETTINGS or $XDG_CONFIG_HOME/mework/settings.json)",
+    )
+    parser.add_argument(
+        "--socket",
+        type=Path,
+        help="control socket (default: $MEWORK_SOCKET or $XDG_RUNTIME_DIR/mework/meworkd.sock)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="conversations, audit log and pid ledger (default: $XDG_STATE_HOME/mework)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument(
+        "--log-format",
+        default="json",
+        choices=["json", "console"],
+        help="json lines for journald (default) or a readable console format",
+    )
     parser.add_argument("--version", action="version", version=f"meworkd {__version__}")
     return parser.parse_args(argv)
 

@@ -84,7 +84,9 @@ class Approvals:
             return Decision(True, by or DecidedBy.HOOK, verdict_message, rule)
         if outcome == "deny":
             return Decision(
-                False, by or DecidedBy.HOOK, verdict_message or "denied by a PermissionRequest hook",
+                False,
+                by or DecidedBy.HOOK,
+                verdict_message or "denied by a PermissionRequest hook",
                 rule,
             )
         reason = approval_reason(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
@@ -110,8 +112,13 @@ class Approvals:
         for error in verdict.errors:
             log.warning("hooks.error", error=error)
         for detail in verdict.details:
-            log.info("hooks.ran", command=detail.command, behavior=detail.behavior,
-                     note=detail.note, ms=detail.duration_ms)
+            log.info(
+                "hooks.ran",
+                command=detail.command,
+                behavior=detail.behavior,
+                note=detail.note,
+                ms=detail.duration_ms,
+            )
         return verdict.behavior, verdict.message
 
     async def _ask(self, call: CallContext, reason: str, rule: Rule) -> Decision:
@@ -143,8 +150,12 @@ class Approvals:
             if pending.decision is None:
                 # No answer: the wait timed out, or the call itself was cancelled. Both deny.
                 pending.decision = (
-                    Decision(False, DecidedBy.TIMEOUT,
-                             f"nobody answered the approval request within {timeout:g} s", rule)
+                    Decision(
+                        False,
+                        DecidedBy.TIMEOUT,
+                        f"nobody answered the approval request within {timeout:g} s",
+                        rule,
+                    )
                     if waited.cancelled_caught
                     else Decision(False, DecidedBy.CANCELLED, "the call was cancelled", rule)
                 )
@@ -167,8 +178,9 @@ class Approvals:
             raise ApprovalNotFound(approval_id)
         allowed = decision == "allow"
         pending.decision = Decision(
-            allowed, DecidedBy.USER, reason or ("allowed by the user" if allowed else
-                                                "denied by the user"),
+            allowed,
+            DecidedBy.USER,
+            reason or ("allowed by the user" if allowed else "denied by the user"),
         )
         pending.done.set()
         return {"approvalId": approval_id, "decision": decision}

@@ -63,7 +63,8 @@ class Daemon:
         self.db: StateDB | None = None
         self._turns: Turns | None = None
         self.started_at = time.monotonic()
-        self.rpc = RpcServer(Dispatcher(build_methods(self)), self.bus)
+        self.methods = build_methods(self)
+        self.rpc = RpcServer(Dispatcher(self.methods), self.bus)
         self._stop = anyio.Event()
         self._notifier = systemd.Notifier()
 
@@ -99,7 +100,7 @@ class Daemon:
         activated = systemd.listen_unix_socket()
         if activated is not None:
             log.info("daemon.socket_activated")
-            return SocketListener.from_socket(activated), False
+            return await SocketListener.from_socket(activated), False
         listener = await anyio.create_unix_listener(self.paths.socket, mode=0o600)
         return listener, True
 
@@ -157,9 +158,7 @@ class Daemon:
     def status_line(self) -> str:
         servers = self.store.settings.servers
         enabled = sum(1 for c in servers.values() if c.enabled)
-        return (
-            f"{len(servers)} servers ({enabled} enabled), {len(self.pool.sessions)} sessions"
-        )
+        return f"{len(servers)} servers ({enabled} enabled), {len(self.pool.sessions)} sessions"
 
     @property
     def turns(self) -> Turns:

@@ -13,13 +13,13 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 
-from meworkd.errors import InvalidSettings, ServerUnavailable, ShuttingDown
+from meworkd.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
 from meworkd.events import EventBus
 from meworkd.log import get_logger
 from meworkd.procs import PidLedger
 from meworkd.serverlog import ServerLogs
-from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
 from meworkd.session import McpSession
+from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
 
 __all__ = ["CLOSE_BOUND", "SessionPool"]
 
@@ -78,8 +78,6 @@ class SessionPool:
     # --- getting sessions ----------------------------------------------------------------
 
     def config_for(self, server: str) -> ServerConfig:
-        from meworkd.errors import ServerNotFound
-
         config = self._settings().servers.get(server)
         if config is None:
             raise ServerNotFound(server)
@@ -101,9 +99,7 @@ class SessionPool:
             self._publish_status(server, conversation, "connected")
             return session
 
-    async def open(
-        self, server: str, conversation: str | None, config: ServerConfig
-    ) -> McpSession:
+    async def open(self, server: str, conversation: str | None, config: ServerConfig) -> McpSession:
         """Start a session (pooled or not) in the pool's task group; raise if it fails."""
         if self._tg is None or self._closing:
             raise ShuttingDown("meworkd is shutting down")
@@ -124,12 +120,21 @@ class SessionPool:
         try:
             await self._tg.start(self._own, session)
         except ServerUnavailable as exc:
-            log.warning("session.connect_failed", server=server, conversation=conversation,
-                        error=exc.message)
+            log.warning(
+                "session.connect_failed",
+                server=server,
+                conversation=conversation,
+                error=exc.message,
+            )
             raise
-        log.info("session.opened", server=server, conversation=conversation,
-                 protocol=session.protocol_version, pid=session.pid,
-                 ms=round((session.connect_seconds or 0) * 1000, 1))
+        log.info(
+            "session.opened",
+            server=server,
+            conversation=conversation,
+            protocol=session.protocol_version,
+            pid=session.pid,
+            ms=round((session.connect_seconds or 0) * 1000, 1),
+        )
         return session
 
     async def _own(self, session: McpSession, *, task_status: TaskStatus[McpSession]) -> None:
@@ -146,8 +151,7 @@ class SessionPool:
     def _publish_status(
         self, server: str, conversation: str | None, status: str, error: str | None = None
     ) -> None:
-        data: dict[str, object] = {"server": server, "conversation": conversation,
-                                   "status": status}
+        data: dict[str, object] = {"server": server, "conversation": conversation, "status": status}
         if error:
             data["error"] = error
         self._bus.publish("server.status", data)
@@ -183,10 +187,8 @@ class SessionPool:
         while True:
             idle = self._settings().mcp.session_idle_minutes * 60.0
             now = time.monotonic()
-            self.retire(lambda s: s.in_flight == 0 and now - s.last_used >= idle)
-            nearest = min(
-                (s.last_used + idle - now for s in self._sessions.values()), default=idle
-            )
+            self.retire(_idle_for(idle, now))
+            nearest = min((s.last_used + idle - now for s in self._sessions.values()), default=idle)
             self._wake_sweeper = anyio.Event()
             with anyio.move_on_after(max(0.05, min(nearest, SWEEP_MAX_INTERVAL))):
                 await self._wake_sweeper.wait()
@@ -199,3 +201,10 @@ class SessionPool:
 
     def count_for(self, server: str) -> int:
         return sum(1 for s in self._sessions.values() if s.server == server)
+
+
+def _idle_for(idle: float, now: float) -> Callable[[McpSession], bool]:
+    def expired(session: McpSession) -> bool:
+        return session.in_flight == 0 and now - session.last_used >= idle
+
+    return expired

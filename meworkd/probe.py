@@ -25,30 +25,55 @@ def lint_tools(server: str, tools: list[dict[str, Any]]) -> list[dict[str, str]]
     for tool in tools:
         name = tool.get("name", "")
         if name in seen:
-            problems.append({"tool": name, "problem": "duplicate_name",
-                             "detail": "the server lists this tool name more than once"})
+            problems.append(
+                {
+                    "tool": name,
+                    "problem": "duplicate_name",
+                    "detail": "the server lists this tool name more than once",
+                }
+            )
         seen.add(name)
         bound = tool_name(server, name)
         if was_truncated(server, name):
-            problems.append({"tool": name, "problem": "name_shortened",
-                             "detail": f"offered to the model as {bound}"})
+            problems.append(
+                {
+                    "tool": name,
+                    "problem": "name_shortened",
+                    "detail": f"offered to the model as {bound}",
+                }
+            )
         if not NAME_PATTERN.match(name):
-            problems.append({"tool": name, "problem": "name_not_model_safe",
-                             "detail": "the original name has characters models refuse; "
-                             "the bound name is safe"})
+            problems.append(
+                {
+                    "tool": name,
+                    "problem": "name_not_model_safe",
+                    "detail": "the original name has characters models refuse; "
+                    "the bound name is safe",
+                }
+            )
         schema = tool.get("inputSchema")
         if not isinstance(schema, dict):
-            problems.append({"tool": name, "problem": "missing_input_schema",
-                             "detail": "no inputSchema object"})
+            problems.append(
+                {"tool": name, "problem": "missing_input_schema", "detail": "no inputSchema object"}
+            )
             continue
         if schema.get("type") != "object":
-            problems.append({"tool": name, "problem": "input_schema_not_object",
-                             "detail": "inputSchema.type should be \"object\""})
+            problems.append(
+                {
+                    "tool": name,
+                    "problem": "input_schema_not_object",
+                    "detail": 'inputSchema.type should be "object"',
+                }
+            )
         root = [k for k in _COMBINATORS if k in schema]
         if root:
-            problems.append({"tool": name, "problem": "root_combinator",
-                             "detail": f"root-level {'/'.join(root)} is rejected by some model "
-                             "APIs"})
+            problems.append(
+                {
+                    "tool": name,
+                    "problem": "root_combinator",
+                    "detail": f"root-level {'/'.join(root)} is rejected by some model APIs",
+                }
+            )
     return problems
 
 
@@ -63,9 +88,12 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
     try:
         session = await pool.open(name, None, config)
     except MeworkError as exc:
-        result.update(error=exc.message, reason=exc.data.get("reason", exc.kind),
-                      stderrTail=exc.data.get("stderrTail", []),
-                      durationMs=round((time.monotonic() - started) * 1000, 1))
+        result.update(
+            error=exc.message,
+            reason=exc.data.get("reason", exc.kind),
+            stderrTail=exc.data.get("stderrTail", []),
+            durationMs=round((time.monotonic() - started) * 1000, 1),
+        )
         return result
     try:
         with anyio.fail_after(config.timeout):
@@ -90,8 +118,11 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
     info = session.server_info
     result.update(
         ok=True,
-        serverInfo={"name": info.name if info else None, "version": info.version if info else None,
-                    "testedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        serverInfo={
+            "name": info.name if info else None,
+            "version": info.version if info else None,
+            "testedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
         protocolVersion=session.protocol_version,
         capabilities=caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps else {},
         instructions=session.instructions,

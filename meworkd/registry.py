@@ -200,8 +200,11 @@ def import_servers(
                 continue
             if on_conflict == "error":
                 report["rejected"].append(
-                    {"name": name, "reason": "a server with this name already exists "
-                     '(import again with onConflict "replace" or "skip")'}
+                    {
+                        "name": name,
+                        "reason": "a server with this name already exists "
+                        '(import again with onConflict "replace" or "skip")',
+                    }
                 )
                 continue
             servers[name] = entry

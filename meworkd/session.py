@@ -153,7 +153,9 @@ class McpSession:
 
     # --- owner task ----------------------------------------------------------------------
 
-    async def run(self, *, task_status: TaskStatus["McpSession"] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: TaskStatus["McpSession"] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Connect, hand the session out, park until told to close or the server goes away."""
         started = False
         started_at = time.monotonic()
@@ -163,8 +165,8 @@ class McpSession:
                 self._process = connected
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _EOFWatch(connected.read, self.dead.set),  # type: ignore[arg-type]
-                        connected.write,  # type: ignore[arg-type]
+                        _EOFWatch(connected.read, self.dead.set),
+                        connected.write,
                         client_info=CLIENT_INFO,
                         message_handler=self._message,
                     )
@@ -176,14 +178,18 @@ class McpSession:
                 started = True
                 task_status.started(self)
                 await self._park()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the owner task is a supervision boundary
             if not started:
                 raise self._startup_error(exc) from None
             # After start-up a transport failure (e.g. an HTTP peer gone) ends this session
             # only; it must not escape into the pool's task group.
             self.error = describe_failure(exc, self.config)[1]
-            log.info("session.failed", server=self.server, conversation=self.conversation,
-                     error=self.error)
+            log.info(
+                "session.failed",
+                server=self.server,
+                conversation=self.conversation,
+                error=self.error,
+            )
         finally:
             self.session = None
             self.dead.set()
@@ -272,7 +278,8 @@ class McpSession:
         session = self.session
         if session is None or self.dead.is_set():
             raise SessionGone(
-                f"the session to {self.server} has ended" + (f": {self.error}" if self.error else ""),
+                f"the session to {self.server} has ended"
+                + (f": {self.error}" if self.error else ""),
                 server=self.server,
             )
         self.in_flight += 1

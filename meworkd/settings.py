@@ -343,15 +343,16 @@ def diff_settings(old: Settings, new: Settings) -> SettingsDiff:
     for name, config in new.servers.items():
         before = old.servers.get(name)
         # serverInfo is what Test connection recorded: neither connection nor policy.
-        if before is None or msgspec.structs.replace(before, server_info=config.server_info) == config:
+        if (
+            before is None
+            or msgspec.structs.replace(before, server_info=config.server_info) == config
+        ):
             continue
         if before.connection_key() != config.connection_key():
             connection.append(name)
         else:
             policy.append(name)
-    invalid = tuple(
-        n for n, e in new.server_errors.items() if old.server_errors.get(n) != e
-    )
+    invalid = tuple(n for n, e in new.server_errors.items() if old.server_errors.get(n) != e)
     return SettingsDiff(added, removed, tuple(connection), tuple(policy), invalid)
 
 

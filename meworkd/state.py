@@ -130,8 +130,9 @@ class StateDB:
                 (cid, json.dumps(mcp_servers), approval_level, preset, stamp, stamp),
             )
         except sqlite3.IntegrityError:
-            raise ConflictError(f"a conversation {cid!r} already exists",
-                                conversationId=cid) from None
+            raise ConflictError(
+                f"a conversation {cid!r} already exists", conversationId=cid
+            ) from None
         return self.get_conversation(cid)
 
     def get_conversation(self, conversation_id: str) -> Conversation:
@@ -239,4 +240,3 @@ class StateDB:
             }
             for r in reversed(rows)
         ]
-

@@ -249,10 +249,10 @@ class SettingsStore:
                     raw = await anyio.to_thread.run_sync(
                         watcher.watch, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, WATCH_RUST_TIMEOUT_MS, stop
                     )
-                    if raw in ("timeout", "signal"):
-                        continue
                     if raw == "stop":
                         return
+                    if isinstance(raw, str):  # "timeout" or "signal": nothing changed
+                        continue
                     if any(os.path.basename(path) == name for _change, path in raw):
                         await self.reload("file")
             finally:

@@ -63,6 +63,10 @@ def child_environment(environ: Mapping[str, str], extra: Mapping[str, str]) -> d
     return env
 
 
+def _expand_user(path: str | None) -> str | None:
+    return os.path.expanduser(path) if path else None
+
+
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     """Signal a whole process group; False if it no longer exists."""
     try:
@@ -76,7 +80,9 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 
 async def _exited(process: Process, within: float) -> bool:
     with anyio.move_on_after(within):
-        while process.returncode is None:
+        # Polled, not process.wait(): that also waits for pipe EOF, which a grandchild holding
+        # our pipes would delay past the grace period.
+        while process.returncode is None:  # noqa: ASYNC110
             await anyio.sleep(_EXIT_POLL)
         return True
     return False
@@ -127,7 +133,7 @@ async def open_stdio(
         stdin=PIPE,
         stdout=PIPE,
         stderr=PIPE,
-        cwd=os.path.expanduser(config.cwd) if config.cwd else None,
+        cwd=_expand_user(config.cwd),
         env=child_environment(environ, config.env),
         start_new_session=True,
     )
@@ -214,7 +220,8 @@ def http_client_for(config: ServerConfig) -> httpx2.AsyncClient:
 @asynccontextmanager
 async def open_http(config: ServerConfig) -> AsyncIterator[Connected]:
     assert config.url is not None
-    async with http_client_for(config) as http, streamable_http_client(
-        config.url, http_client=http
-    ) as (read, write):
+    async with (
+        http_client_for(config) as http,
+        streamable_http_client(config.url, http_client=http) as (read, write),
+    ):
         yield Connected(read, write)

@@ -10,12 +10,13 @@ or ended turn) is an error of the request itself.
 import hashlib
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import msgspec
 import mcp_types as types
+import msgspec
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -113,8 +114,13 @@ class Turns:
         turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id)
         self._remember(turn)
         for failure in failures:
-            log.warning("turn.server_failed", turn=turn.id, conversation=conversation_id,
-                        server=failure["server"], reason=failure["reason"])
+            log.warning(
+                "turn.server_failed",
+                turn=turn.id,
+                conversation=conversation_id,
+                server=failure["server"],
+                reason=failure["reason"],
+            )
         return {
             "turnId": turn.id,
             "tools": tools,
@@ -175,8 +181,11 @@ class Turns:
             )
             bindings[name] = Binding(server, tool_name, annotations, tool.meta)
         problems = [
-            {"server": c.server, "reason": f"tool {c.tool!r} was left out: its name {c.name} "
-             f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}"}
+            {
+                "server": c.server,
+                "reason": f"tool {c.tool!r} was left out: its name {c.name} "
+                f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}",
+            }
             for c in collisions
         ]
         return bindings, self._model_tools(bindings, listings, settings), problems
@@ -272,8 +281,9 @@ class Turns:
                     )
                 )
                 if not decision.allowed:
-                    self._record(audit, "deny", decision.decided_by, decision.reason, started,
-                                 None, True)
+                    self._record(
+                        audit, "deny", decision.decided_by, decision.reason, started, None, True
+                    )
                     return _error_result(f"The call was not approved: {decision.reason}")
                 result = await self._call(turn, binding, arguments, call_id)
             finally:
@@ -289,8 +299,15 @@ class Turns:
                 "it was refused (not truncated). Ask for less: use the tool's pagination, "
                 "filtering or limit parameters if it has them."
             )
-        self._record(audit, "allow", decision.decided_by, decision.reason, started, reply_bytes,
-                     bool(result.get("isError")))
+        self._record(
+            audit,
+            "allow",
+            decision.decided_by,
+            decision.reason,
+            started,
+            reply_bytes,
+            bool(result.get("isError")),
+        )
         return result
 
     async def _call(
@@ -306,13 +323,16 @@ class Turns:
             except MCPError as exc:
                 if attempt == 1 and _session_forgotten(exc):
                     # The HTTP server forgot our session (restart, expiry): re-initialize once.
-                    self._pool.retire(lambda s, c=turn.conversation_id: (
-                        s.conversation == c and s.server == binding.server), force=True)
+                    self._pool.retire(
+                        _session_of(turn.conversation_id, binding.server),
+                        force=True,
+                    )
                     continue
                 return _error_result(self._explain(exc, binding.server, config))
             except ServerUnavailable as exc:
-                return _error_result(f"The MCP server {binding.server} is unavailable: "
-                                     f"{exc.message}")
+                return _error_result(
+                    f"The MCP server {binding.server} is unavailable: {exc.message}"
+                )
         raise AssertionError("unreachable")
 
     async def _send(
@@ -326,15 +346,22 @@ class Turns:
     ) -> dict[str, Any]:
         watchdog = anyio.CancelScope(deadline=anyio.current_time() + config.timeout)
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
             if config.long_running:
                 # Long-running servers may take as long as they keep reporting progress.
                 watchdog.deadline = anyio.current_time() + config.timeout
             self._bus.publish(
                 "turn.progress",
-                {"turnId": turn.id, "callId": call_id, "conversationId": turn.conversation_id,
-                 "server": binding.server, "tool": binding.tool, "progress": done,
-                 "total": total, "message": message},
+                {
+                    "turnId": turn.id,
+                    "callId": call_id,
+                    "conversationId": turn.conversation_id,
+                    "server": binding.server,
+                    "tool": binding.tool,
+                    "progress": progress,
+                    "total": total,
+                    "message": message,
+                },
             )
 
         async with session.lease() as client:
@@ -360,11 +387,15 @@ class Turns:
     @staticmethod
     def _explain(exc: MCPError, server: str, config: ServerConfig) -> str:
         if exc.code == REQUEST_TIMEOUT:
-            return (f"The call to {server} timed out after {config.timeout:g} s without a reply "
-                    "and was cancelled.")
+            return (
+                f"The call to {server} timed out after {config.timeout:g} s without a reply "
+                "and was cancelled."
+            )
         if exc.code == CONNECTION_CLOSED:
-            return (f"The MCP server {server} closed the connection during the call (it may have "
-                    "crashed); it will be restarted on the next call.")
+            return (
+                f"The MCP server {server} closed the connection during the call (it may have "
+                "crashed); it will be restarted on the next call."
+            )
         return f"The MCP server {server} answered with an error: {exc.message} (code {exc.code})"
 
     def _record(
@@ -394,8 +425,10 @@ class Turns:
     def cancel(self, turn_id: str, call_id: str | None) -> int:
         turn = self._get(turn_id)
         self._approvals.deny_turn(turn_id, DecidedBy.CANCELLED, "the turn was cancelled")
-        scopes = [turn.calls[call_id]] if call_id in turn.calls else (
-            [] if call_id else list(turn.calls.values())
+        scopes = (
+            [turn.calls[call_id]]
+            if call_id in turn.calls
+            else ([] if call_id else list(turn.calls.values()))
         )
         for scope in scopes:
             scope.cancel()
@@ -424,6 +457,13 @@ class Turns:
     @property
     def active(self) -> int:
         return len(self._turns)
+
+
+def _session_of(conversation: str, server: str) -> Callable[[McpSession], bool]:
+    def matches(session: McpSession) -> bool:
+        return session.conversation == conversation and session.server == server
+
+    return matches
 
 
 def _session_forgotten(exc: MCPError) -> bool:

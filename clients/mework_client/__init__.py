@@ -72,7 +72,7 @@ class Client:
             reply = self._receive()
             if reply.get("method") == "event":
                 params_ = reply.get("params") or {}
-                self._events.append((params_.get("topic"), params_.get("data")))
+                self._events.append((str(params_.get("topic")), params_.get("data")))
                 continue
             if reply.get("id") != request_id:
                 continue  # a reply to an older, abandoned request
@@ -96,7 +96,7 @@ class Client:
             reply = self._receive()
             if reply.get("method") == "event":
                 params = reply.get("params") or {}
-                yield params.get("topic"), params.get("data")
+                yield str(params.get("topic")), params.get("data")
 
     def _send(self, message: dict[str, Any]) -> None:
         self._sock.sendall(json.dumps(message).encode() + b"\n")

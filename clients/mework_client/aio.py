@@ -76,15 +76,19 @@ class AsyncClient:
                 message = json.loads(line)
                 if isinstance(message, dict) and message.get("method") == "event":
                     params = message.get("params") or {}
-                    self._event_send.send_nowait((params.get("topic"), params.get("data")))
+                    self._event_send.send_nowait((str(params.get("topic")), params.get("data")))
                     continue
                 for reply in message if isinstance(message, list) else [message]:
                     waiter = self._pending.get(reply.get("id"))
                     if waiter is not None:
                         waiter[1].append(reply)
                         waiter[0].set()
-        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError,
-                anyio.ClosedResourceError):
+        except (
+            anyio.EndOfStream,
+            anyio.IncompleteRead,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ):
             pass
         finally:
             self.closed.set()
@@ -107,3 +111,4 @@ async def connect(path: Path | str | None = None) -> AsyncIterator[AsyncClient]:
             yield client
         finally:
             tg.cancel_scope.cancel()
+            client.event_stream.close()

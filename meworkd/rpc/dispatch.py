@@ -59,8 +59,9 @@ def to_rpc_error(exc: BaseException) -> JsonRpcError:
         return JsonRpcError(exc.code, exc.message, {"kind": exc.kind, **exc.data})
     if isinstance(exc, msgspec.ValidationError):
         detail = str(exc).replace("`", "").replace("$.", "").replace(" - at $", "")
-        return JsonRpcError(INVALID_PARAMS, "Invalid params", {"kind": "invalid_params",
-                                                               "detail": detail})
+        return JsonRpcError(
+            INVALID_PARAMS, "Invalid params", {"kind": "invalid_params", "detail": detail}
+        )
     return JsonRpcError(INTERNAL_ERROR, "Internal error", {"kind": "internal"})
 
 
@@ -105,7 +106,7 @@ class MethodTable(Generic[C]):
                 result = await method.handler(context, params)
             except anyio.get_cancelled_exc_class():
                 raise
-            except Exception as exc:  # noqa: BLE001 - the RPC boundary answers every failure
+            except Exception as exc:
                 error = to_rpc_error(exc)
                 if error.code == INTERNAL_ERROR:
                     log.exception("rpc.internal_error", method=name)
@@ -125,8 +126,9 @@ class Dispatcher(Generic[C]):
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:
-            return error_response(PARSE_ERROR, "Parse error", {"kind": "parse_error",
-                                                              "detail": _where(line)})
+            return error_response(
+                PARSE_ERROR, "Parse error", {"kind": "parse_error", "detail": _where(line)}
+            )
         if isinstance(message, list):
             return await self._batch(message, context)
         reply = await self._one(message, context)
@@ -134,12 +136,20 @@ class Dispatcher(Generic[C]):
 
     async def _batch(self, members: list[object], context: C) -> bytes | None:
         if not members:
-            return error_response(INVALID_REQUEST, "Invalid request",
-                                  {"kind": "invalid_request", "detail": "empty batch"})
+            return error_response(
+                INVALID_REQUEST,
+                "Invalid request",
+                {"kind": "invalid_request", "detail": "empty batch"},
+            )
         if len(members) > MAX_BATCH:
-            return error_response(INVALID_REQUEST, "Invalid request",
-                                  {"kind": "invalid_request",
-                                   "detail": f"a batch may hold at most {MAX_BATCH} requests"})
+            return error_response(
+                INVALID_REQUEST,
+                "Invalid request",
+                {
+                    "kind": "invalid_request",
+                    "detail": f"a batch may hold at most {MAX_BATCH} requests",
+                },
+            )
         replies: list[object | None] = [None] * len(members)
 
         async def run(i: int, member: object) -> None:

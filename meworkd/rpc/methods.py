@@ -16,10 +16,10 @@ from meworkd import __version__, registry
 from meworkd.errors import InvalidParams, PresetNotFound, ServerNotFound
 from meworkd.events import TOPICS
 from meworkd.importer import parse_import
+from meworkd.policy import ApprovalLevel
 from meworkd.probe import test_connection
 from meworkd.rpc.dispatch import MethodTable, NoParams
 from meworkd.rpc.server import Connection
-from meworkd.policy import ApprovalLevel
 from meworkd.settings import masked_entry
 
 if TYPE_CHECKING:
@@ -253,7 +253,9 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     @table.add("servers.list")
     async def servers_list(_conn: Connection, _p: NoParams) -> dict[str, Any]:
         settings = store.settings
-        names = list(settings.servers) + [n for n in settings.server_errors if n not in settings.servers]
+        names = list(settings.servers) + [
+            n for n in settings.server_errors if n not in settings.servers
+        ]
         return {"servers": [describe(n) for n in names]}
 
     @table.add("servers.get", GetServerParams)
@@ -301,9 +303,7 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     async def servers_export(_conn: Connection, p: ExportParams) -> dict[str, Any]:
         servers = registry.servers_of(store.document())
         if not p.reveal:
-            servers = {
-                n: masked_entry(e) if isinstance(e, dict) else e for n, e in servers.items()
-            }
+            servers = {n: masked_entry(e) if isinstance(e, dict) else e for n, e in servers.items()}
         return {"mcpServers": servers}
 
     @table.add("servers.setToolEnabled", ToolEnabledParams)
@@ -418,9 +418,9 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
             p.id, mcp_servers=p.mcp_servers, approval_level=p.approval_level, preset=p.preset
         )
         if p.mcp_servers is not None:
-            dropped = {
-                s.server for s in daemon.pool.sessions if s.conversation == p.id
-            } - set(p.mcp_servers)
+            dropped = {s.server for s in daemon.pool.sessions if s.conversation == p.id} - set(
+                p.mcp_servers
+            )
             daemon.pool.retire(lambda s: s.conversation == p.id and s.server in dropped)
         return conv.as_dict()
 
