@@ -118,8 +118,7 @@ class Daemon:
                     socket=str(self.paths.socket),
                     settings=str(self.paths.settings),
                 )
-                self._notifier.ready()
-                self._notifier.status(self.status_line())
+                self._notifier.ready(self.status_line())
                 task_status.started()
                 await self._stop.wait()
                 log.info("daemon.stopping")
@@ -135,7 +134,7 @@ class Daemon:
                     log.info("daemon.sighup")
                     self._notifier.reloading()
                     await self.store.reload("signal")
-                    self._notifier.ready()
+                    self._notifier.ready(self.status_line())
                 else:
                     log.info("daemon.signal", signal=signal.Signals(signum).name)
                     self.request_shutdown()
