@@ -188,8 +188,14 @@ class Approvals:
     def list(self) -> list[dict[str, Any]]:
         return [p.request for p in self._pending.values() if p.decision is None]
 
-    def deny_turn(self, turn_id: str, why: DecidedBy, reason: str) -> None:
+    def deny_turn(
+        self, turn_id: str, why: DecidedBy, reason: str, call_id: str | None = None
+    ) -> None:
+        """Deny what waits in ``turn_id`` (only the call ``call_id`` when one is given)."""
         for pending in list(self._pending.values()):
+            # Fix: turns.cancel {turnId, callId} used to deny every waiting call of the turn.
+            if call_id is not None and pending.request["callId"] != call_id:
+                continue
             if pending.turn_id == turn_id and pending.decision is None:
                 pending.decision = Decision(False, why, reason)
                 pending.done.set()

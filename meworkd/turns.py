@@ -20,7 +20,7 @@ import msgspec
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from meworkd.approvals import Approvals, CallContext
+from meworkd.approvals import Approvals, CallContext, Decision
 from meworkd.errors import MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.events import EventBus
 from meworkd.log import get_logger
@@ -264,6 +264,7 @@ class Turns:
             "name": name,
             "arguments_digest": _digest(arguments),
         }
+        decision: Decision | None = None
         with anyio.CancelScope() as scope:
             turn.calls[call_id] = scope
             try:
@@ -289,8 +290,15 @@ class Turns:
             finally:
                 turn.calls.pop(call_id, None)
         if scope.cancelled_caught:
-            self._record(audit, "allow", DecidedBy.CANCELLED, "cancelled", started, None, True)
+            # Fix: this used to record "allow" even when the call was cancelled before anyone
+            # allowed it (while hooks ran or the user was asked). Cancelled before a decision
+            # is a deny by cancellation; cancelled while running keeps who allowed it.
+            if decision is None or not decision.allowed:
+                self._record(audit, "deny", DecidedBy.CANCELLED, "cancelled", started, None, True)
+            else:
+                self._record(audit, "allow", decision.decided_by, "cancelled", started, None, True)
             return _error_result("The call was cancelled.")
+        assert decision is not None
         reply_bytes = len(msgspec.json.encode(result))
         limit = self._store.settings.mcp.max_reply_bytes
         if reply_bytes > limit:
@@ -424,7 +432,13 @@ class Turns:
 
     def cancel(self, turn_id: str, call_id: str | None) -> int:
         turn = self._get(turn_id)
-        self._approvals.deny_turn(turn_id, DecidedBy.CANCELLED, "the turn was cancelled")
+        # Only the named call's approval request when a callId is given (not the whole turn's).
+        self._approvals.deny_turn(
+            turn_id,
+            DecidedBy.CANCELLED,
+            "the call was cancelled" if call_id else "the turn was cancelled",
+            call_id,
+        )
         scopes = (
             [turn.calls[call_id]]
             if call_id in turn.calls
