@@ -70,6 +70,13 @@ def parse_import(text: str) -> ImportDocument:
         )
     else:
         raise InvalidParams("found no servers: expected mcpServers, servers, or a map of servers")
+    container = {"mcpServers": "mcpServers", "vscode": "servers"}.get(fmt)
+    if container in getattr(doc, "duplicates", ()):
+        # json keeps the last block only: the servers of the others would vanish silently.
+        raise InvalidParams(
+            f'"{container}" appears more than once in the document; merge them into one',
+            duplicates=[container],
+        )
     result = ImportDocument(format=fmt, duplicates=list(servers.duplicates))
     for name, raw in servers.items():
         if name in result.duplicates:
@@ -80,7 +87,10 @@ def parse_import(text: str) -> ImportDocument:
         if not isinstance(raw, dict):
             result.rejected.append({"name": name, "reason": "expected an object"})
             continue
-        result.entries[name] = _entry(raw)
+        try:
+            result.entries[name] = _entry(raw)
+        except RecursionError:  # json.loads went deeper than _plain can copy
+            result.rejected.append({"name": name, "reason": "the entry is nested too deeply"})
     return result
 
 

@@ -96,7 +96,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
         )
 
 
-class McpOptions(Struct, omit_defaults=True, frozen=True):
+class McpOptions(Struct, frozen=True):
     """The ``mcp`` section (snake_case keys, as DESIGN.md writes them)."""
 
     mandatory_description_prefix: str = "[asks the user every time] "

@@ -250,20 +250,22 @@ class Turns:
         turn = self._get(turn_id)
         call_id = call_id or uuid.uuid4().hex[:12]
         binding = turn.bindings.get(name)
-        if binding is None:
-            known = ", ".join(sorted(turn.bindings)[:20]) or "none"
-            return _error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
         started = time.monotonic()
-        conversation = self._db.get_conversation(turn.conversation_id)
         audit = {
             "conversation_id": turn.conversation_id,
             "turn_id": turn.id,
             "call_id": call_id,
-            "server": binding.server,
-            "tool": binding.tool,
+            "server": binding.server if binding else "",
+            "tool": binding.tool if binding else "",
             "name": name,
             "arguments_digest": _digest(arguments),
         }
+        if binding is None:
+            # The model made up a name: it gets a readable answer, the audit a denied call.
+            self._record(audit, "deny", DecidedBy.POLICY, "unknown tool", started, None, True)
+            known = ", ".join(sorted(turn.bindings)[:20]) or "none"
+            return _error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
+        conversation = self._db.get_conversation(turn.conversation_id)
         decision: Decision | None = None
         with anyio.CancelScope() as scope:
             turn.calls[call_id] = scope

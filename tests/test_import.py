@@ -1,0 +1,337 @@
+"""servers.import: the documents of other MCP clients, transports and aliases, the fields that
+are read, duplicates inside the document, conflicts with existing names, and invalid JSON."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mework_client import RpcError
+from mework_client.aio import AsyncClient
+
+from meworkd.errors import InvalidParams
+from meworkd.importer import parse_import
+from tests.daemon_fixture import DaemonEnv, daemon_and_client, make_env, read_doc
+
+CLAUDE_DESKTOP = {
+    "mcpServers": {
+        "filesystem": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"],
+            "env": {"LOG_LEVEL": "info"},
+        },
+        "remote": {"url": "https://mcp.example.com/mcp"},
+    }
+}
+VSCODE = {
+    "inputs": [{"type": "promptString", "id": "token", "password": True}],
+    "servers": {
+        "github": {
+            "type": "http",
+            "url": "https://api.githubcopilot.com/mcp/",
+            "headers": {"Authorization": "Bearer ${input:token}"},
+        },
+        "local": {
+            "type": "stdio",
+            "command": "uvx",
+            "args": ["mcp-server-time"],
+            "envFile": ".env",
+        },
+    },
+}
+CLAUDE_CODE = {
+    "mcpServers": {
+        "sentry": {"type": "http", "url": "https://mcp.sentry.dev/mcp"},
+        "db": {
+            "type": "stdio",
+            "command": "npx",
+            "args": ["-y", "@bytebase/dbhub"],
+            "env": {"DSN": "${DB_DSN:-postgres://localhost}"},
+        },
+    }
+}
+BARE_MAP = {
+    "time": {"command": "uvx", "args": ["mcp-server-time"]},
+    "docs": {"type": "streamable-http", "url": "http://127.0.0.1:3000/mcp"},
+}
+
+
+async def do_import(client: AsyncClient, text: str, on_conflict: str | None = None) -> Any:
+    params: dict[str, Any] = {"text": text}
+    if on_conflict is not None:
+        params["onConflict"] = on_conflict
+    return await client.call("servers.import", params)
+
+
+def servers_on_disk(env: DaemonEnv) -> dict[str, Any]:
+    return read_doc(env.settings)["assets"]["mcpServers"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def env(short_tmp: Path) -> DaemonEnv:
+    return make_env(
+        short_tmp,
+        {
+            "other": "kept",
+            "assets": {
+                "mcpServers": {
+                    "existing": {"command": "old", "x-mine": 1},
+                    "tail": {"command": "t"},
+                }
+            },
+        },
+    )
+
+
+# --- formats -------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_every_document_format(env: DaemonEnv) -> None:
+    async with daemon_and_client(env) as (_daemon, client):
+        reply = await do_import(client, json.dumps(CLAUDE_DESKTOP))
+        assert reply["format"] == "mcpServers"
+        assert reply["added"] == ["filesystem", "remote"]
+        on_disk = servers_on_disk(env)  # written before the reply
+        assert on_disk["filesystem"] == {
+            "type": "stdio",
+            **CLAUDE_DESKTOP["mcpServers"]["filesystem"],
+        }
+        assert on_disk["remote"] == {
+            "type": "streamable_http",
+            "url": "https://mcp.example.com/mcp",
+        }
+
+        reply = await do_import(client, json.dumps(VSCODE, indent=4))
+        assert reply["format"] == "vscode"
+        assert reply["added"] == ["github", "local"]
+        on_disk = servers_on_disk(env)
+        assert on_disk["github"]["type"] == "streamable_http"
+        assert on_disk["github"]["headers"] == {"Authorization": "Bearer ${input:token}"}
+        assert on_disk["local"] == {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]}
+
+        reply = await do_import(client, json.dumps(CLAUDE_CODE))
+        assert reply["format"] == "mcpServers"
+        assert reply["added"] == ["sentry", "db"]
+        on_disk = servers_on_disk(env)
+        assert on_disk["sentry"] == {"type": "streamable_http", "url": "https://mcp.sentry.dev/mcp"}
+        assert on_disk["db"]["env"] == {"DSN": "${DB_DSN:-postgres://localhost}"}  # not expanded
+
+        reply = await do_import(client, json.dumps(BARE_MAP))
+        assert reply["format"] == "map"
+        assert reply["added"] == ["time", "docs"]
+        assert servers_on_disk(env)["docs"]["type"] == "streamable_http"
+
+        doc = read_doc(env.settings)
+        assert doc["other"] == "kept"
+        assert list(doc["assets"]["mcpServers"]) == [
+            "existing",
+            "tail",
+            "filesystem",
+            "remote",
+            "github",
+            "local",
+            "sentry",
+            "db",
+            "time",
+            "docs",
+        ]
+        listed = {s["name"]: s for s in (await client.call("servers.list"))["servers"]}
+        assert listed["time"]["type"] == "stdio"
+        assert "error" not in listed["github"]
+
+
+@pytest.mark.anyio
+async def test_transports_aliases_and_fields_read(env: DaemonEnv) -> None:
+    document = {
+        "mcpServers": {
+            "a-http": {"type": "http", "url": "http://h/a"},
+            "a-dash": {"type": "streamable-http", "url": "http://h/b"},
+            "a-camel": {"type": "streamableHttp", "url": "http://h/c"},
+            "a-canon": {"type": "streamable_http", "url": "http://h/d"},
+            "a-url": {"url": "http://h/e"},
+            "a-stdio": {"command": "x"},
+            "a-sse": {"type": "sse", "url": "http://h/sse"},
+            "a-nourl": {"type": "http"},
+            "a-nocmd": {"args": ["x"]},
+            "fields": {
+                "command": "srv",
+                "description": "What it does",
+                "timeoutSeconds": 120,
+                "longRunning": True,
+                "disabledTools": ["rm"],
+                "disabledAutoApproveTools": ["mv"],
+                "autoApprove": ["ls"],
+                "disabled": True,
+            },
+            "bad-timeout": {"command": "x", "timeoutSeconds": 0},
+            "not-object": ["command", "x"],
+            "": {"command": "x"},
+        }
+    }
+    async with daemon_and_client(env) as (_daemon, client):
+        reply = await do_import(client, json.dumps(document))
+        assert reply["added"] == [
+            "a-http",
+            "a-dash",
+            "a-camel",
+            "a-canon",
+            "a-url",
+            "a-stdio",
+            "fields",
+        ]
+        rejected = {r["name"]: r["reason"] for r in reply["rejected"]}
+        assert set(rejected) == {"a-sse", "a-nourl", "a-nocmd", "bad-timeout", "not-object", ""}
+        assert "HTTP+SSE" in rejected["a-sse"]
+        assert "streamable_http" in rejected["a-sse"]
+        assert rejected["a-nourl"] == "a-nourl.url: required for a streamable_http server"
+        assert rejected["a-nocmd"] == "a-nocmd.command: required for a stdio server"
+        assert rejected["bad-timeout"] == "bad-timeout.timeoutSeconds: expected int > 0"
+        assert rejected["not-object"] == "expected an object"
+        assert "name" in rejected[""]
+        assert reply["replaced"] == []
+        assert reply["skipped"] == []
+        assert reply["duplicates"] == []
+
+        on_disk = servers_on_disk(env)
+        for name in ("a-http", "a-dash", "a-camel", "a-canon", "a-url"):
+            assert on_disk[name]["type"] == "streamable_http", name
+        assert on_disk["a-stdio"]["type"] == "stdio"
+        for name in rejected:
+            assert name not in on_disk
+        fields = await client.call("servers.get", {"name": "fields"})
+        assert fields["description"] == "What it does"
+        assert fields["timeoutSeconds"] == 120
+        assert fields["longRunning"] is True
+        assert fields["disabledTools"] == ["rm"]
+        assert fields["disabledAutoApproveTools"] == ["mv"]
+        assert fields["enabled"] is False  # Cline's "disabled": true
+        assert on_disk["fields"]["autoApprove"] == ["ls"]  # other keys are kept as they are
+        assert "disabled" not in on_disk["fields"]
+
+
+# --- duplicates and conflicts --------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_duplicates_are_reported_and_conflicts_resolved_as_asked(env: DaemonEnv) -> None:
+    async with daemon_and_client(env) as (_daemon, client):
+        text = """{"mcpServers": {
+            "dup": {"command": "first"},
+            "ok": {"command": "ok"},
+            "dup": {"command": "second"},
+            "twice": {"url": "http://h/1"},
+            "twice": {"url": "http://h/2"},
+            "dup": {"command": "third"}
+        }}"""
+        reply = await do_import(client, text)
+        assert reply["duplicates"] == ["dup", "twice"]
+        assert reply["added"] == ["ok"]
+        assert reply["rejected"] == [
+            {"name": "dup", "reason": "the name appears more than once in the document"},
+            {"name": "twice", "reason": "the name appears more than once in the document"},
+        ]
+        assert "dup" not in servers_on_disk(env)
+        assert "twice" not in servers_on_disk(env)
+
+        # Duplicates in a bare map and in VS Code's document are found the same way.
+        reply = await do_import(client, '{"m": {"command": "a"}, "m": {"command": "b"}}')
+        assert reply["duplicates"] == ["m"]
+        assert reply["added"] == []
+        reply = await do_import(
+            client, '{"servers": {"v": {"command": "a"}, "v": {"url": "http://h"}}}'
+        )
+        assert reply["duplicates"] == ["v"]
+        # Two mcpServers blocks: the first would be lost silently, so nothing is imported.
+        with pytest.raises(RpcError) as caught:
+            await do_import(
+                client,
+                '{"mcpServers": {"p": {"command": "p"}}, "mcpServers": {"q": {"command": "q"}}}',
+            )
+        assert caught.value.kind == "invalid_params"
+        assert "more than once" in caught.value.message
+        assert "p" not in servers_on_disk(env)
+
+        incoming = json.dumps(
+            {
+                "mcpServers": {
+                    "existing": {"command": "new", "args": ["--flag"]},
+                    "fresh": {"command": "fresh"},
+                }
+            }
+        )
+        before = servers_on_disk(env)["existing"]
+        reply = await do_import(client, incoming)  # onConflict defaults to "error"
+        assert reply["added"] == ["fresh"]
+        assert [r["name"] for r in reply["rejected"]] == ["existing"]
+        assert "onConflict" in reply["rejected"][0]["reason"]
+        assert servers_on_disk(env)["existing"] == before
+
+        reply = await do_import(client, incoming, "skip")
+        assert reply["skipped"] == [
+            {"name": "existing", "reason": "a server with this name exists"},
+            {"name": "fresh", "reason": "a server with this name exists"},
+        ]
+        assert reply["added"] == []
+        assert servers_on_disk(env)["existing"] == before
+
+        reply = await do_import(client, incoming, "replace")
+        assert reply["replaced"] == ["existing", "fresh"]
+        on_disk = servers_on_disk(env)
+        assert on_disk["existing"] == {"type": "stdio", "command": "new", "args": ["--flag"]}
+        assert list(on_disk)[:2] == ["existing", "tail"]  # replaced in place
+        got = await client.call("servers.get", {"name": "existing"})
+        assert got["args"] == ["--flag"]
+
+
+@pytest.mark.anyio
+async def test_invalid_documents_write_nothing(env: DaemonEnv) -> None:
+    async with daemon_and_client(env) as (_daemon, client):
+        before = env.settings.read_bytes()
+        cases = [
+            ('{"mcpServers": {\n  "a": {"command": "x",}\n}}', "line 2, column 24", (2, 24)),
+            ('{"mcpServers": ', "line 1, column 16", (1, 16)),
+            ("", "line 1, column 1", (1, 1)),
+        ]
+        for text, where, (line, column) in cases:
+            with pytest.raises(RpcError) as caught:
+                await do_import(client, text)
+            assert caught.value.kind == "invalid_params"
+            assert caught.value.code == -32602
+            assert "not valid JSON" in caught.value.message
+            assert where in caught.value.message
+            assert caught.value.data["line"] == line
+            assert caught.value.data["column"] == column
+        for text, message in [
+            ("[1, 2]", "expected a JSON object"),
+            ('{"command": "npx", "args": []}', "single server definition"),
+            ('{"name": "x"}', "found no servers"),
+            ("{}", "found no servers"),
+        ]:
+            with pytest.raises(RpcError) as caught:
+                await do_import(client, text)
+            assert caught.value.kind == "invalid_params"
+            assert message in caught.value.message
+        assert env.settings.read_bytes() == before
+
+
+# --- the parser on its own -----------------------------------------------------------------
+
+
+def test_parse_import_keeps_entries_plain_and_drops_vscode_only_keys() -> None:
+    parsed = parse_import(json.dumps(VSCODE))
+    assert parsed.format == "vscode"
+    assert type(parsed.entries["local"]) is dict
+    assert "envFile" not in parsed.entries["local"]
+
+
+def test_parse_import_reports_where_the_json_broke() -> None:
+    with pytest.raises(InvalidParams) as caught:
+        parse_import('{\n\n   "a": tru }')
+    assert caught.value.data == {"line": 3, "column": 9}
+
+
+def test_an_empty_server_map_imports_nothing() -> None:
+    parsed = parse_import('{"mcpServers": {}}')
+    assert parsed.entries == {}
+    assert parsed.rejected == []
