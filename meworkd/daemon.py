@@ -125,6 +125,7 @@ class Daemon:
                 self._notifier.stopping()
                 self.approvals.shutdown()
                 self.rpc.stop()
+            self.store.stop_watching()
             backend.cancel_scope.cancel()
 
     async def _signals(self) -> None:

@@ -66,6 +66,7 @@ class SettingsStore:
         self._unreadable: str | None = None
         self._lock = anyio.Lock()
         self._listeners: list[Listener] = []
+        self._watch_stop = anyio.Event()
         # Injected in tests to simulate a crash between the temp-file write and the rename.
         self.before_rename: Callable[[Path], None] | None = None
 
@@ -233,6 +234,10 @@ class SettingsStore:
 
     # --- watching ------------------------------------------------------------------------
 
+    def stop_watching(self) -> None:
+        """Let :meth:`watch` return at once (cancelling it waits for the watcher's thread)."""
+        self._watch_stop.set()
+
     async def watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Reload whenever the file changes on disk, until cancelled.
 
@@ -240,7 +245,7 @@ class SettingsStore:
         reported once the inotify watch is in place (``awatch`` only starts it on first
         iteration, and an edit made in between would be missed).
         """
-        stop = anyio.Event()
+        stop = self._watch_stop
         name = self.path.name
         with RustNotify([str(self.path.parent)], False, False, 300, False, False) as watcher:
             task_status.started()
