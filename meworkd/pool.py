@@ -91,6 +91,12 @@ class SessionPool:
             if existing is not None and existing.alive:
                 existing.last_used = time.monotonic()
                 return existing
+            if existing is not None:
+                # Dead, but its owner task has not cleaned up yet. Once replaced below, the
+                # owner finds its key taken and stays silent: report the close here instead,
+                # so every "connected" event is preceded by the previous session's "closed".
+                del self._sessions[key]
+                self._publish_status(server, conversation, "closed", existing.error)
             config = self.config_for(server)
             if not config.enabled:
                 raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")

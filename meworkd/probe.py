@@ -105,8 +105,25 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
                 templates = (
                     await list_all(client, "resource_templates") if caps and caps.resources else []
                 )
-    except (MCPError, TimeoutError, MeworkError, OSError) as exc:
-        result.update(error=describe_failure(exc, config)[1], stderrTail=session.stderr_tail)
+    except MeworkError as exc:
+        # E.g. an invalid tools/list (InvalidListing names the tools) or the session ending.
+        # describe_failure() knows no MeworkError: it would answer "connection failed (...)".
+        result.update(
+            error=exc.message,
+            reason=exc.data.get("reason", exc.kind),
+            problems=exc.data.get("problems", []),
+            stderrTail=list(session.stderr_tail),
+            durationMs=round((time.monotonic() - started) * 1000, 1),
+        )
+        return result
+    except (MCPError, TimeoutError, OSError) as exc:
+        reason, message = describe_failure(exc, config)
+        result.update(
+            error=message,
+            reason=reason,
+            stderrTail=list(session.stderr_tail),
+            durationMs=round((time.monotonic() - started) * 1000, 1),
+        )
         return result
     finally:
         session.retire(force=True)

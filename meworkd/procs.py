@@ -76,12 +76,15 @@ class PidLedger:
 
 def _group_exists(pgid: int) -> bool:
     """Whether some process still has process group ``pgid`` (and it is ours to signal)."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry.name)) == pgid:
-                return True
-        except (ProcessLookupError, PermissionError):
-            continue
+    # A context manager: returning from inside a bare scandir() loop leaves the iterator (and
+    # its directory fd) open until garbage collection, with a ResourceWarning.
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    return True
+            except (ProcessLookupError, PermissionError):
+                continue
     return False

@@ -5,6 +5,7 @@ the same task (anyio cancel scopes demand it); every other task borrows the sess
 :meth:`McpSession.lease`. Foreign exceptions from connecting are translated here, once.
 """
 
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -16,6 +17,7 @@ import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import ClientSession, MCPError
 from mcp_types import METHOD_NOT_FOUND
+from pydantic import ValidationError
 
 from meworkd import __version__
 from meworkd.errors import ServerUnavailable
@@ -23,7 +25,15 @@ from meworkd.log import get_logger
 from meworkd.settings import ServerConfig
 from meworkd.transports import Connected, open_http, open_stdio
 
-__all__ = ["CLIENT_INFO", "McpSession", "SessionGone", "describe_failure", "leaf"]
+__all__ = [
+    "CLIENT_INFO",
+    "InvalidListing",
+    "McpSession",
+    "SessionGone",
+    "describe_failure",
+    "leaf",
+    "list_all",
+]
 
 CLIENT_INFO = types.Implementation(name="meworkd", version=__version__)
 STDERR_TAIL = 20  # lines of stderr quoted in a start-up failure
@@ -46,6 +56,9 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
     """(reason, plain message) for a connect/talk failure, with no Python internals."""
     exc = leaf(exc)
     if isinstance(exc, FileNotFoundError):
+        # Spawning reports a missing working directory as ENOENT too, naming the directory.
+        if config.cwd is not None and exc.filename == os.path.expanduser(config.cwd):
+            return "bad_cwd", f"working directory does not exist: {config.cwd}"
         return "command_not_found", f"command not found: {config.command}"
     if isinstance(exc, PermissionError):
         return "permission_denied", f"permission denied running {config.command}"
@@ -263,6 +276,15 @@ class McpSession:
             message = f"the server exited with code {process.returncode} during start-up"
         elif isinstance(inner, MCPError) and inner.code == -32000 and self.config.type == "stdio":
             reason, message = "exited", "the server closed its connection during start-up"
+        elif (
+            reason == "protocol_error"
+            and self._process is not None
+            and self._process.http_error is not None
+        ):
+            # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
+            status, text = self._process.http_error
+            reason = "http_status"
+            message = f"HTTP {status} from {self.config.url}" + (f": {text}" if text else "")
         tail = list(self.stderr_tail)
         error = ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
         self.error = message
@@ -306,10 +328,53 @@ class McpSession:
         self._stop.set()
 
 
+class InvalidListing(ServerUnavailable):
+    """A ``*/list`` reply that does not follow the MCP schema (the SDK rejects the whole page).
+
+    ``data["problems"]`` names the offending tools the way :func:`meworkd.probe.lint_tools`
+    does, so Test connection can report them.
+    """
+
+
+def _invalid_listing(what: str, exc: ValidationError) -> InvalidListing:
+    problems: list[dict[str, str]] = []
+    details: list[str] = []
+    for error in exc.errors()[:5]:
+        loc = [str(part) for part in error["loc"]]
+        item = f"#{loc[1]}" if len(loc) > 1 else "the reply"
+        field = ".".join(loc[2:]) or ".".join(loc)
+        # For a missing field pydantic reports the enclosing object as the input.
+        parent = error.get("input") if error["type"] == "missing" else None
+        if isinstance(parent, dict) and isinstance(parent.get("name"), str):
+            item = f"{parent['name']!r} ({item})"
+        details.append(f"{item}: {field}: {error['msg']}")
+        if what == "tools" and len(loc) > 1:
+            name = parent.get("name") if isinstance(parent, dict) else None
+            missing_schema = error["type"] == "missing" and loc[2:] == ["inputSchema"]
+            problems.append(
+                {
+                    "tool": str(name) if name is not None else item,
+                    "problem": "missing_input_schema" if missing_schema else "invalid_tool",
+                    "detail": f"{field}: {error['msg']}",
+                }
+            )
+    wire = what.replace("resource_templates", "resources/templates")
+    return InvalidListing(
+        f"the server's {wire}/list reply does not follow the MCP schema ({'; '.join(details)})",
+        reason="invalid_reply",
+        problems=problems,
+    )
+
+
 async def list_all(session: ClientSession, what: str, *, limit: int = 10_000) -> list[Any]:
     """Every item of ``tools``/``prompts``/``resources``/``resource_templates``, all pages.
 
     ``limit`` stops a server whose cursors never end from looping forever.
+
+    Raises:
+        InvalidListing: a page that does not follow the MCP schema (e.g. a tool without
+            ``inputSchema``); the SDK raises pydantic's ValidationError, which callers
+            would otherwise let through as an internal error.
     """
     method = getattr(session, f"list_{what}")
     items: list[Any] = []
@@ -317,7 +382,10 @@ async def list_all(session: ClientSession, what: str, *, limit: int = 10_000) ->
     seen: set[str] = set()
     while True:
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await method(params=params)
+        try:
+            page = await method(params=params)
+        except ValidationError as exc:
+            raise _invalid_listing(what, exc) from None
         items += getattr(page, what)
         cursor = page.next_cursor
         if cursor is None or cursor in seen or len(items) >= limit:

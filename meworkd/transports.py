@@ -8,7 +8,7 @@ line sizes, and non-JSON stdout lines reported instead of passed on as exception
 
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from subprocess import PIPE
@@ -39,6 +39,8 @@ STDIN_EOF_GRACE = 1.0  # seconds a server gets to exit on its own once stdin clo
 SIGTERM_GRACE = 1.5  # then SIGTERM to the group, then SIGKILL
 _EXIT_POLL = 0.01
 HTTP_CONNECT_TIMEOUT = 30.0
+HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
+HTTP_ERROR_BODY_MAX = 64 * 1024  # a longer error body is not read for quoting
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
@@ -50,6 +52,10 @@ class Connected:
     read: ReadStream | object
     write: WriteStream | object
     process: Process | None = None
+    # HTTP only: the status and (start of the) body of the last error response. The SDK turns
+    # a bare HTTP error into a JSON-RPC error without status or text ("Server returned an
+    # error response"), so a start-up failure could not say "HTTP 401" without this.
+    http_error: tuple[int, str] | None = None
 
 
 def child_environment(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
@@ -207,21 +213,43 @@ async def open_stdio(
             tg.cancel_scope.cancel()
 
 
-def http_client_for(config: ServerConfig) -> httpx2.AsyncClient:
+def http_client_for(
+    config: ServerConfig,
+    on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None,
+) -> httpx2.AsyncClient:
     # httpx2's default 5 s read timeout would cut long tool calls short with a misleading error.
     read = max(300.0, config.timeout * 2)
     return httpx2.AsyncClient(
         headers=dict(config.headers),
         timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT, read=read),
         follow_redirects=False,
+        event_hooks={"response": [on_response]} if on_response is not None else None,
     )
 
 
 @asynccontextmanager
 async def open_http(config: ServerConfig) -> AsyncIterator[Connected]:
     assert config.url is not None
+    connected = Connected(None, None)
+
+    async def record_error(response: httpx2.Response) -> None:
+        """Keep the status and the start of the body of an HTTP error (see ``Connected``)."""
+        if response.status_code < 400:
+            return
+        text = ""
+        size = response.headers.get("content-length", "")
+        # Only a body of announced, small size: a chunked one might never end.
+        if size.isdigit() and int(size) <= HTTP_ERROR_BODY_MAX:
+            try:
+                await response.aread()  # cached: the SDK may read the same body again
+                text = " ".join(response.text.split())[:HTTP_ERROR_TEXT]
+            except httpx2.HTTPError:
+                pass
+        connected.http_error = (response.status_code, text)
+
     async with (
-        http_client_for(config) as http,
+        http_client_for(config, on_response=record_error) as http,
         streamable_http_client(config.url, http_client=http) as (read, write),
     ):
-        yield Connected(read, write)
+        connected.read, connected.write = read, write
+        yield connected

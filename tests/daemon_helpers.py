@@ -1,0 +1,300 @@
+"""Helpers for the session, transport, probe and peer tests: a real in-process daemon and friends.
+
+:func:`start_daemon` runs :class:`meworkd.daemon.Daemon` in a task group of the calling test (it
+must be entered inside the async test: anyio primitives need the running loop), on a real Unix
+socket under a short ``/tmp`` directory (the ``short_tmp`` fixture of ``conftest.py``). Clients
+talk to it with :func:`mework_client.aio.connect`.
+
+Waiting is done on events (``server.status``, ``turn.progress``, ...) under ``anyio.fail_after``;
+the only polling is :func:`wait_gone`, for the death of external processes, which sends no event.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+with warnings.catch_warnings():
+    # jsonrpcserver 5 calls importlib.resources.read_text at import time; the warning is
+    # attributed to importlib, so pyproject's jsonrpcserver filter misses it and
+    # filterwarnings=error would make importing meworkd.rpc fail.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    importlib.import_module("jsonrpcserver")
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import anyio
+import psutil
+from mework_client.aio import AsyncClient
+
+from meworkd.daemon import Daemon
+from meworkd.paths import Paths
+
+__all__ = [
+    "ENVDUMP",
+    "HTTP_SERVER",
+    "KITCHEN",
+    "MODERN_ONLY",
+    "PEERS",
+    "PY",
+    "RAW_BAD",
+    "Running",
+    "alive",
+    "begin_turn",
+    "bound",
+    "call_tool",
+    "descendants",
+    "drain_events",
+    "envdump",
+    "free_port",
+    "http_fixture",
+    "kitchen",
+    "session_for",
+    "start_daemon",
+    "text_of",
+    "wait_event",
+    "wait_gone",
+    "wait_port",
+    "write_settings",
+]
+
+PY = sys.executable
+SERVERS = Path(__file__).resolve().parent / "servers"
+KITCHEN = str(SERVERS / "kitchen.py")
+RAW_BAD = str(SERVERS / "raw_bad.py")
+HTTP_SERVER = str(SERVERS / "http_server.py")
+ENVDUMP = str(SERVERS / "envdump.py")
+MODERN_ONLY = str(SERVERS / "modern_only.py")
+PEERS = Path(__file__).resolve().parent.parent / ".peers" / "node_modules"
+BOUND = 10.0  # seconds any single wait in these tests may take before it is a failure
+
+
+def kitchen(*args: str, **fields: Any) -> dict[str, Any]:
+    """A settings entry for ``tests/servers/kitchen.py``."""
+    return {"type": "stdio", "command": PY, "args": [KITCHEN, *args], **fields}
+
+
+def envdump(*args: str, **fields: Any) -> dict[str, Any]:
+    """A settings entry for ``tests/servers/envdump.py``."""
+    return {"type": "stdio", "command": PY, "args": [ENVDUMP, *args], **fields}
+
+
+class Running(NamedTuple):
+    daemon: Daemon
+    socket: Path
+
+
+def write_settings(
+    path: Path, servers: Mapping[str, Any], mcp: Mapping[str, Any] | None = None
+) -> None:
+    doc: dict[str, Any] = {"assets": {"mcpServers": dict(servers)}}
+    if mcp:
+        doc["mcp"] = dict(mcp)
+    path.write_text(json.dumps(doc, indent=2))
+    path.chmod(0o600)
+
+
+@asynccontextmanager
+async def start_daemon(
+    root: Path,
+    servers: Mapping[str, Any] | None = None,
+    *,
+    mcp: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    stop_bound: float = 15.0,
+) -> AsyncIterator[Running]:
+    """Run a real daemon (settings, socket and state under ``root``) until the block ends.
+
+    ``environ`` is the daemon's environment (default: this process's); ``stop_bound`` is how
+    long stopping may take before the test fails.
+    """
+    paths = Paths(
+        settings=root / "settings.json", socket=root / "run" / "d.sock", state_dir=root / "state"
+    )
+    if servers is not None or mcp is not None:
+        write_settings(paths.settings, servers or {}, mcp)
+    daemon = Daemon(paths, environ=dict(os.environ if environ is None else environ))
+    with anyio.CancelScope() as stopping:
+        async with anyio.create_task_group() as tg:
+            with anyio.fail_after(BOUND):
+                await tg.start(daemon.run)
+            try:
+                yield Running(daemon, paths.socket)
+            finally:
+                daemon.request_shutdown()
+                stopping.deadline = anyio.current_time() + stop_bound
+    if stopping.cancelled_caught:
+        raise TimeoutError(f"the daemon did not stop within {stop_bound} s")
+
+
+# --- events and turns ------------------------------------------------------------------------
+
+
+async def wait_event(
+    client: AsyncClient,
+    topic: str,
+    pred: Callable[[dict[str, Any]], bool] = lambda _d: True,
+    timeout: float = BOUND,
+) -> dict[str, Any]:
+    """The next event of ``topic`` whose data satisfies ``pred`` (others are skipped)."""
+    with anyio.fail_after(timeout):
+        while True:
+            _topic, data = await client.next_event(topic)
+            if pred(data):
+                return dict(data)
+
+
+def drain_events(client: AsyncClient, topic: str | None = None) -> list[dict[str, Any]]:
+    """Every event already received (of ``topic``), without waiting."""
+    out: list[dict[str, Any]] = []
+    while True:
+        try:
+            event_topic, data = client.event_stream.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return out
+        if topic is None or event_topic == topic:
+            out.append(data)
+
+
+async def begin_turn(
+    client: AsyncClient, servers: Iterable[str], conversation: str | None = None
+) -> dict[str, Any]:
+    """Create a full_access conversation (unless ``conversation`` exists) and begin a turn."""
+    if conversation is None:
+        conv = await client.call(
+            "conversations.create",
+            {"mcpServers": list(servers), "approvalLevel": "full_access"},
+        )
+        conversation = conv["id"]
+    turn: dict[str, Any] = await client.call("turns.begin", {"conversationId": conversation})
+    turn["conversationId"] = conversation
+    return turn
+
+
+def bound(turn: Mapping[str, Any], server: str, tool: str) -> str:
+    """The model-facing name under which ``tool`` of ``server`` is bound in ``turn``."""
+    for name, binding in turn["bindings"].items():
+        if binding["server"] == server and binding["tool"] == tool:
+            return str(name)
+    raise AssertionError(f"{server}/{tool} is not bound: {sorted(turn['bindings'])}")
+
+
+async def call_tool(
+    client: AsyncClient,
+    turn: Mapping[str, Any],
+    server: str,
+    tool: str,
+    arguments: Mapping[str, Any] | None = None,
+    call_id: str | None = None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "turnId": turn["turnId"],
+        "name": bound(turn, server, tool),
+        "arguments": dict(arguments or {}),
+    }
+    if call_id is not None:
+        params["callId"] = call_id
+    result: dict[str, Any] = await client.call("turns.callTool", params)
+    return result
+
+
+def text_of(result: Mapping[str, Any]) -> str:
+    return "".join(c.get("text", "") for c in result["content"] if c.get("type") == "text")
+
+
+def session_for(daemon: Daemon, conversation: str, server: str) -> Any:
+    """The pooled session of (conversation, server), or None."""
+    for s in daemon.pool.sessions:
+        if s.conversation == conversation and s.server == server:
+            return s
+    return None
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def wait_gone(pids: Iterable[int], timeout: float = BOUND) -> None:
+    """Poll (bounded) until none of ``pids`` runs: process death sends us no event."""
+    pids = list(pids)
+    with anyio.fail_after(timeout):
+        while any(alive(p) for p in pids):
+            await anyio.sleep(0.02)
+
+
+def descendants() -> set[int]:
+    """Live (non-zombie) descendants of this test process."""
+    out: set[int] = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+# --- HTTP servers ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Start-up of an external server: poll (bounded) until it accepts TCP connections."""
+    with anyio.fail_after(timeout):
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"the server exited with {proc.returncode} before listening")
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+
+@asynccontextmanager
+async def http_fixture(mode: str = "normal") -> AsyncIterator[str]:
+    """Run ``tests/servers/http_server.py --mode MODE``; yield its MCP URL."""
+    proc = subprocess.Popen(
+        [PY, HTTP_SERVER, "--port", "0", "--mode", mode],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        with anyio.fail_after(30):
+            line = await anyio.to_thread.run_sync(proc.stdout.readline)
+        assert line.startswith(b"READY "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            await anyio.to_thread.run_sync(proc.wait, 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
