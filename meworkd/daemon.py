@@ -93,6 +93,7 @@ class Daemon:
         finally:
             if self.db is not None:
                 self.db.close()
+            self._notifier.close()
             lock.release()
             log.info("daemon.stopped")
 

@@ -10,7 +10,6 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 
 import anyio
-import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 
 from meworkd.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
@@ -49,8 +48,6 @@ class SessionPool:
         self._tg: TaskGroup | None = None
         self._closing = False
         self._wake_sweeper = anyio.Event()
-        # Bumped on tools/list_changed so callers know a cached listing is stale.
-        self.tools_changed: defaultdict[Key, int] = defaultdict(int)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -102,6 +99,7 @@ class SessionPool:
                 raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")
             session = await self.open(server, conversation, config)
             self._sessions[key] = session
+            self._wake_sweeper.set()  # its idle deadline may be the nearest now
             self._publish_status(server, conversation, "connected")
             return session
 
@@ -121,7 +119,6 @@ class SessionPool:
             on_stderr=self._logs.writer(server, conversation),
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
-            on_notification=self._notification,
         )
         try:
             await self._tg.start(self._own, session)
@@ -149,10 +146,10 @@ class SessionPool:
         if self._sessions.get(key) is session:
             del self._sessions[key]
             self._publish_status(session.server, session.conversation, "closed", session.error)
-
-    def _notification(self, session: McpSession, message: object) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self.tools_changed[(session.conversation or "", session.server)] += 1
+        # One lock per key ever used would grow with every conversation; drop idle ones.
+        lock = self._locks.get(key)
+        if key not in self._sessions and lock is not None and _unused(lock):
+            del self._locks[key]
 
     def _publish_status(
         self, server: str, conversation: str | None, status: str, error: str | None = None
@@ -214,3 +211,7 @@ def _idle_for(idle: float, now: float) -> Callable[[McpSession], bool]:
         return session.in_flight == 0 and now - session.last_used >= idle
 
     return expired
+
+
+def _unused(lock: anyio.Lock) -> bool:
+    return not lock.locked() and lock.statistics().tasks_waiting == 0

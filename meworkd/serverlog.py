@@ -24,10 +24,10 @@ class LogRing:
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE] + f"… [{len(line) - MAX_LINE} characters cut]"
         self._lines.append((time.time(), line))
-        self._bytes += len(line)
+        self._bytes += _size(line)
         while self._lines and (len(self._lines) > self.max_lines or self._bytes > self.max_bytes):
             _t, old = self._lines.popleft()
-            self._bytes -= len(old)
+            self._bytes -= _size(old)
             self.dropped += 1
         return line
 
@@ -38,6 +38,10 @@ class LogRing:
     @property
     def size(self) -> int:
         return self._bytes
+
+
+def _size(line: str) -> int:
+    return len(line.encode("utf-8", "surrogatepass"))
 
 
 class ServerLogs:
@@ -54,12 +58,15 @@ class ServerLogs:
             ring = self._rings[server] = LogRing()
         return ring
 
-    def writer(self, server: str, conversation: str | None) -> Callable[[str], None]:
-        def write(line: str) -> None:
+    def writer(self, server: str, conversation: str | None) -> Callable[[str], str]:
+        """A sink for one session's lines; it returns each line as stored (redacted, capped)."""
+
+        def write(line: str) -> str:
             stored = self.ring(server).append(self._redact(line))
             self._bus.publish(
                 "server.log", {"server": server, "conversation": conversation, "line": stored}
             )
+            return stored
 
         return write
 

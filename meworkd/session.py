@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
@@ -52,6 +53,17 @@ def leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+def _safe_url(url: str | None) -> str:
+    """The URL without credentials or query (a ``${TOKEN}`` may have been expanded there)."""
+    if not url:
+        return "the server"
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
     """(reason, plain message) for a connect/talk failure, with no Python internals."""
     exc = leaf(exc)
@@ -67,13 +79,13 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
     if isinstance(exc, TimeoutError):
         return "timeout", f"timed out after {config.timeout:g} s"
     if isinstance(exc, httpx2.ConnectError):
-        return "connect_failed", f"could not connect to {config.url}: connection refused"
+        return "connect_failed", f"could not connect to {_safe_url(config.url)}: connection refused"
     if isinstance(exc, httpx2.TimeoutException):
-        return "timeout", f"timed out talking to {config.url}"
+        return "timeout", f"timed out talking to {_safe_url(config.url)}"
     if isinstance(exc, httpx2.HTTPStatusError):
-        return "http_status", f"HTTP {exc.response.status_code} from {config.url}"
+        return "http_status", f"HTTP {exc.response.status_code} from {_safe_url(config.url)}"
     if isinstance(exc, httpx2.HTTPError):
-        return "http_error", f"HTTP error talking to {config.url}: {type(exc).__name__}"
+        return "http_error", f"HTTP error talking to {_safe_url(config.url)}: {type(exc).__name__}"
     if isinstance(exc, MCPError):
         return "protocol_error", f"the server answered with an error: {exc.message} ({exc.code})"
     if isinstance(exc, OSError):
@@ -130,10 +142,9 @@ class McpSession:
         config: ServerConfig,
         environ: dict[str, str],
         *,
-        on_stderr: Callable[[str], None],
+        on_stderr: Callable[[str], str],
         on_spawn: Callable[[int], None] = lambda _pid: None,
         on_exit: Callable[[int], None] = lambda _pid: None,
-        on_notification: Callable[["McpSession", object], None] = lambda _s, _m: None,
     ) -> None:
         self.server = server
         self.conversation = conversation
@@ -142,7 +153,6 @@ class McpSession:
         self._on_stderr = on_stderr
         self._on_spawn = on_spawn
         self._on_exit = on_exit
-        self._on_notification = on_notification
         self.session: ClientSession | None = None
         self.pid: int | None = None
         self.protocol_version: str | None = None
@@ -222,9 +232,9 @@ class McpSession:
         self._on_spawn(pid)
 
     def _stderr(self, line: str) -> None:
-        self.stderr_tail.append(line)
+        # Keep what the log ring stored (secrets redacted), not the raw line.
+        self.stderr_tail.append(self._on_stderr(line))
         del self.stderr_tail[:-STDERR_TAIL]
-        self._on_stderr(line)
 
     async def _handshake(self, session: ClientSession) -> None:
         """The initialize handshake first (no probe delay for older servers); a server that
@@ -284,14 +294,20 @@ class McpSession:
             # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
             status, text = self._process.http_error
             reason = "http_status"
-            message = f"HTTP {status} from {self.config.url}" + (f": {text}" if text else "")
+            message = f"HTTP {status} from {_safe_url(self.config.url)}" + (
+                f": {text}" if text else ""
+            )
         tail = list(self.stderr_tail)
         error = ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
         self.error = message
         return error
 
     async def _message(self, message: object) -> None:
-        self._on_notification(self, message)
+        # A server's log notifications belong in its Logs tab next to its stderr. (Tool list
+        # changes need nothing: every turn lists the tools afresh.)
+        if isinstance(message, types.LoggingMessageNotification):
+            params = message.params
+            self._stderr(f"[{params.level}] {params.data}")
 
     # --- borrowers -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import mcp_types as types
 import msgspec
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from pydantic import ValidationError
 
 from meworkd.approvals import Approvals, CallContext, Decision
 from meworkd.errors import MeworkError, ServerUnavailable, TurnNotFound
@@ -342,6 +343,11 @@ class Turns:
             except ServerUnavailable as exc:
                 return _error_result(
                     f"The MCP server {binding.server} is unavailable: {exc.message}"
+                )
+            except ValidationError:
+                # The reply is not a CallToolResult at all (e.g. content is not a list).
+                return _error_result(
+                    f"The MCP server {binding.server} sent a reply that is not a valid tool result."
                 )
         raise AssertionError("unreachable")
 
