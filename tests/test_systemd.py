@@ -29,11 +29,11 @@ SOCKET_FILE = REPO / "systemd" / "meworkd.socket"
 # -- systemd-analyze verify (also used by test_service_install) ---------------------------------
 
 
-
 @pytest.fixture(autouse=True)
 def _close_module_notifier() -> Iterator[None]:
     yield
     systemd.notifier.close()  # notify() caches a socket in the process-wide notifier
+
 
 def _run_verify(units: list[Path], runtime_dir: Path) -> subprocess.CompletedProcess[str]:
     """``systemd-analyze --user verify``: a user manager needs ``XDG_RUNTIME_DIR`` (as root with
