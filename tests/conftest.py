@@ -1,8 +1,8 @@
 """Shared fixtures: the anyio backend and short temporary directories (AF_UNIX paths are short)."""
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-import tempfile
 
 import pytest
 
