@@ -93,6 +93,18 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
     return "failed", f"connection failed ({type(exc).__name__})"
 
 
+async def _first_of(*events: anyio.Event) -> None:
+    """Return as soon as any of ``events`` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def until(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(until, event)
+
+
 class _EOFWatch:
     """Read-stream proxy that tells the owner when the transport's read side ends."""
 
@@ -255,26 +267,11 @@ class McpSession:
             self.instructions = getattr(discovered, "instructions", None)
 
     async def _park(self) -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def until(event: anyio.Event) -> None:
-                await event.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(until, self._stop)
-            tg.start_soon(until, self.dead)
+        await _first_of(self._stop, self.dead)
         # Retired by a reload: let the calls in flight finish first (unless forced or dead).
         while self.in_flight and not self._force and not self.dead.is_set():
             self._drained = anyio.Event()
-            async with anyio.create_task_group() as tg:
-
-                async def drained_or(event: anyio.Event) -> None:
-                    await event.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(drained_or, self._drained)
-                tg.start_soon(drained_or, self.dead)
-                tg.start_soon(drained_or, self._forced)
+            await _first_of(self._drained, self.dead, self._forced)
 
     def _startup_error(self, exc: BaseException) -> ServerUnavailable:
         reason, message = describe_failure(exc, self.config)
