@@ -7,10 +7,13 @@ changes the server's connection fields or removes or disables it.
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from mcp import ClientSession, MCPError
+from mcp_types import INVALID_REQUEST
 
 from meworkd.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
 from meworkd.events import EventBus
@@ -26,6 +29,7 @@ CLOSE_BOUND = 8.0  # seconds for closing every session at shutdown (below the da
 SWEEP_MAX_INTERVAL = 30.0
 
 Key = tuple[str, str]
+T = TypeVar("T")
 log = get_logger("meworkd.pool")
 
 
@@ -102,6 +106,30 @@ class SessionPool:
             self._wake_sweeper.set()  # its idle deadline may be the nearest now
             self._publish_status(server, conversation, "connected")
             return session
+
+    async def using(
+        self,
+        conversation: str,
+        server: str,
+        use: Callable[[ClientSession], Awaitable[T]],
+    ) -> T:
+        """Run ``use`` with the pooled session of (conversation, server), leased.
+
+        A Streamable HTTP server that forgot the session (HTTP 404 after a restart or expiry)
+        gets one fresh session and ``use`` runs once more.
+        """
+        session = await self.get(conversation, server)
+        try:
+            async with session.lease() as client:
+                return await use(client)
+        except MCPError as exc:
+            if not _session_forgotten(exc):
+                raise
+            log.info("session.forgotten", server=server, conversation=conversation)
+            self.retire(lambda s: s is session, force=True)
+        session = await self.get(conversation, server)
+        async with session.lease() as client:
+            return await use(client)
 
     async def open(self, server: str, conversation: str | None, config: ServerConfig) -> McpSession:
         """Start a session (pooled or not) in the pool's task group; raise if it fails."""
@@ -211,6 +239,12 @@ def _idle_for(idle: float, now: float) -> Callable[[McpSession], bool]:
         return session.in_flight == 0 and now - session.last_used >= idle
 
     return expired
+
+
+def _session_forgotten(exc: MCPError) -> bool:
+    # The SDK words an HTTP 404 on a known session id as -32600 "Session terminated"; servers
+    # that answer with a JSON-RPC body say "Session not found".
+    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
 
 
 def _unused(lock: anyio.Lock) -> bool:

@@ -10,14 +10,13 @@ or ended turn) is an error of the request itself.
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
 import msgspec
-from mcp import MCPError
+from mcp import ClientSession, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
@@ -28,7 +27,7 @@ from meworkd.log import get_logger
 from meworkd.naming import bind_names
 from meworkd.policy import DecidedBy, requires_user_interaction
 from meworkd.pool import SessionPool
-from meworkd.session import McpSession, describe_failure, list_all
+from meworkd.session import describe_failure, list_all
 from meworkd.settings import ServerConfig, Settings
 from meworkd.state import AuditEntry, StateDB
 from meworkd.store import SettingsStore
@@ -146,9 +145,9 @@ class Turns:
             config = settings.servers[server]
             try:
                 with anyio.fail_after(config.timeout):
-                    session = await self._pool.get(conversation_id, server)
-                    async with session.lease() as client:
-                        listings[server] = await list_all(client, "tools")
+                    listings[server] = await self._pool.using(
+                        conversation_id, server, lambda client: list_all(client, "tools")
+                    )
             except MeworkError as exc:
                 failures.append({"server": server, "reason": exc.message})
             except (MCPError, TimeoutError, OSError) as exc:
@@ -327,33 +326,25 @@ class Turns:
         config = self._store.settings.servers.get(binding.server)
         if config is None or not config.enabled:
             return _error_result(f"The MCP server {binding.server} is no longer available.")
-        for attempt in (1, 2):
-            try:
-                session = await self._pool.get(turn.conversation_id, binding.server)
-                return await self._send(session, config, turn, binding, arguments, call_id)
-            except MCPError as exc:
-                if attempt == 1 and _session_forgotten(exc):
-                    # The HTTP server forgot our session (restart, expiry): re-initialize once.
-                    self._pool.retire(
-                        _session_of(turn.conversation_id, binding.server),
-                        force=True,
-                    )
-                    continue
-                return _error_result(self._explain(exc, binding.server, config))
-            except ServerUnavailable as exc:
-                return _error_result(
-                    f"The MCP server {binding.server} is unavailable: {exc.message}"
-                )
-            except ValidationError:
-                # The reply is not a CallToolResult at all (e.g. content is not a list).
-                return _error_result(
-                    f"The MCP server {binding.server} sent a reply that is not a valid tool result."
-                )
-        raise AssertionError("unreachable")
+
+        async def send(client: ClientSession) -> dict[str, Any]:
+            return await self._send(client, config, turn, binding, arguments, call_id)
+
+        try:
+            return await self._pool.using(turn.conversation_id, binding.server, send)
+        except MCPError as exc:
+            return _error_result(self._explain(exc, binding.server, config))
+        except ServerUnavailable as exc:
+            return _error_result(f"The MCP server {binding.server} is unavailable: {exc.message}")
+        except ValidationError:
+            # The reply is not a CallToolResult at all (e.g. content is not a list).
+            return _error_result(
+                f"The MCP server {binding.server} sent a reply that is not a valid tool result."
+            )
 
     async def _send(
         self,
-        session: McpSession,
+        client: ClientSession,
         config: ServerConfig,
         turn: Turn,
         binding: Binding,
@@ -380,17 +371,16 @@ class Turns:
                 },
             )
 
-        async with session.lease() as client:
-            with watchdog:
-                # send_request, not call_tool: no client-side outputSchema validation (a
-                # mismatching reply is still the server's reply) and no implicit tools/list.
-                result = await client.send_request(
-                    types.CallToolRequest(
-                        params=types.CallToolRequestParams(name=binding.tool, arguments=arguments)
-                    ),
-                    types.CallToolResult,
-                    progress_callback=progress,
-                )
+        with watchdog:
+            # send_request, not call_tool: no client-side outputSchema validation (a
+            # mismatching reply is still the server's reply) and no implicit tools/list.
+            result = await client.send_request(
+                types.CallToolRequest(
+                    params=types.CallToolRequestParams(name=binding.tool, arguments=arguments)
+                ),
+                types.CallToolResult,
+                progress_callback=progress,
+            )
         if watchdog.cancelled_caught:
             raise MCPError(REQUEST_TIMEOUT, f"timed out after {config.timeout:g} s")
         raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -479,14 +469,3 @@ class Turns:
     @property
     def active(self) -> int:
         return len(self._turns)
-
-
-def _session_of(conversation: str, server: str) -> Callable[[McpSession], bool]:
-    def matches(session: McpSession) -> bool:
-        return session.conversation == conversation and session.server == server
-
-    return matches
-
-
-def _session_forgotten(exc: MCPError) -> bool:
-    return exc.code == -32600 and "session" in exc.message.lower()
