@@ -27,6 +27,7 @@ MAX_IN_FLIGHT = 128  # concurrent requests per connection; the reader pauses bey
 OUTBOX = 256  # reply/event lines queued for the writer before senders wait
 READ_CHUNK = 256 * 1024
 CLOSE_GRACE = 2.0  # seconds a closing connection may take to flush
+WRITE_COALESCE = 256 * 1024  # bytes of queued lines the writer joins into one send
 
 log = get_logger("meworkd.rpc")
 
@@ -52,7 +53,14 @@ class Connection:
 
     async def send(self, line: bytes) -> None:
         try:
-            await self._outbox.send(line)
+            # Fast path: while the outbox has room, queue without the extra event-loop pass
+            # that ``send`` always takes (bench/README.md, B1: ~10 loop passes per request).
+            self._outbox.send_nowait(line)
+        except anyio.WouldBlock:
+            try:
+                await self._outbox.send(line)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the connection is going away; the reply has nobody to go to
 
@@ -197,7 +205,10 @@ class RpcServer:
                     continue
                 if not line.strip():
                     continue
-                await limiter.acquire()
+                try:
+                    limiter.acquire_nowait()  # under the limit: no extra event-loop pass
+                except anyio.WouldBlock:
+                    await limiter.acquire()
                 requests.start_soon(self._request, conn, line, limiter)
 
     async def _request(self, conn: Connection, line: bytes, limiter: anyio.Semaphore) -> None:
@@ -213,9 +224,19 @@ class RpcServer:
         broken = False
         async with receive:
             async for line in receive:
+                # Whatever else is queued already goes out in the same write: one syscall and
+                # one event-loop pass for many replies when clients are busy (bench B4).
+                batch, size = [line], len(line)
+                while size < WRITE_COALESCE:
+                    try:
+                        more = receive.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    batch.append(more)
+                    size += len(more)
                 if broken:
                     continue  # keep draining so no sender waits on a dead peer
                 try:
-                    await stream.send(line + b"\n")
+                    await stream.send(b"\n".join(batch) + b"\n")
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     broken = True
