@@ -4,6 +4,7 @@ Names are a pure function of the original (server, tool) names, so they are stab
 reloads and restarts; :func:`bind_names` reports, never shadows, the rare collision.
 """
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -60,6 +61,7 @@ def digest(s: str) -> str:
     return hashlib.sha256(data).hexdigest()[:DIGEST_LENGTH]
 
 
+@functools.lru_cache(maxsize=65536)
 def tool_name(server: str, tool: str) -> str:
     """The model-facing name of ``tool`` on ``server`` (at most 62 characters)."""
     return (

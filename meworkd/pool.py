@@ -87,6 +87,11 @@ class SessionPool:
     async def get(self, conversation: str, server: str) -> McpSession:
         """The live session for (conversation, server), opening it if needed."""
         key = (conversation, server)
+        existing = self._sessions.get(key)
+        if existing is not None and existing.alive:
+            # The common case needs no lock (taking even a free one costs a loop pass).
+            existing.last_used = time.monotonic()
+            return existing
         async with self._locks[key]:
             existing = self._sessions.get(key)
             if existing is not None and existing.alive:

@@ -41,6 +41,7 @@ STDIN_EOF_GRACE = 1.0  # seconds a server gets to exit on its own once stdin clo
 SIGTERM_GRACE = 1.5  # then SIGTERM to the group, then SIGKILL
 _EXIT_POLL = 0.01
 HTTP_CONNECT_TIMEOUT = 30.0
+STREAM_BUFFER = 16  # messages queued between the session and a stdio server's pipes
 HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
 HTTP_ERROR_BODY_MAX = 64 * 1024  # a longer error body is not read for quoting
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
@@ -146,8 +147,12 @@ async def open_stdio(
         start_new_session=True,
     )
     on_spawn(process.pid)
-    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    # A small buffer instead of the SDK's zero: a message changes hands without waiting for the
+    # other task to be scheduled (one loop pass less per message, bench B1), still bounded.
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](
+        STREAM_BUFFER
+    )
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](STREAM_BUFFER)
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
