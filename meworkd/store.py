@@ -90,6 +90,9 @@ class SettingsStore:
     def open(self) -> None:
         """Create the file (0600, in a 0700 directory) if absent and load it. Synchronous."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A daemon killed between writing a temp file and renaming it leaves the temp file.
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
         if not self.path.exists():
             self._write_file(_encode(DEFAULT_DOCUMENT), mode=0o600, exclusive=True)
             log.info("settings.created", path=str(self.path))
