@@ -249,4 +249,6 @@ def _where(line: bytes) -> str:
         return f"{exc.msg} at column {exc.colno}"
     except RecursionError:
         return "nested too deeply"
-    return "not a JSON value"
+    except ValueError:  # e.g. an integer over Python's 4300-digit conversion limit
+        return "a number is too large"
+    return "a value is out of range (a number too large for JSON-RPC)"
