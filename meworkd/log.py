@@ -10,6 +10,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any, Literal
 
 import structlog
+import structlog.tracebacks
 
 __all__ = ["REDACTED", "Redactor", "configure_logging", "get_logger"]
 
@@ -63,14 +64,24 @@ def configure_logging(
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    # Exceptions become data (JSON) or text (console) *before* redaction, so nothing in a
+    # traceback escapes it; frames' local variables are never rendered (they hold params,
+    # headers and environments).
+    exceptions: Any = (
+        structlog.processors.ExceptionRenderer(
+            structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+        )
+        if fmt == "json"
+        else structlog.processors.format_exc_info
+    )
+    tail: list[Any] = [exceptions]
     if redactor is not None:
-        shared.append(redactor.processor)
+        tail.append(redactor.processor)
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
-    tail: list[Any] = [structlog.processors.dict_tracebacks] if fmt == "json" else []
     structlog.configure(
         processors=[*shared, structlog.processors.StackInfoRenderer(), *tail, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

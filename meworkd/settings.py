@@ -216,12 +216,33 @@ def canonical_type(raw: Mapping[str, Any]) -> str:
     return canonical
 
 
+MAX_ENTRY_DEPTH = 32  # no server entry needs more; far deeper ones break deep copies and JSON
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
 def parse_server(name: str, raw: object) -> ServerConfig:
     """Validate one server entry; the error names the server and the field."""
     if not name or not isinstance(name, str):
         raise InvalidSettings("a server name must be a non-empty string")
     if not isinstance(raw, dict):
         raise InvalidSettings(f"{name}: expected an object")
+    if _deeper_than(raw, MAX_ENTRY_DEPTH):
+        raise InvalidSettings(f"{name}: nested more than {MAX_ENTRY_DEPTH} levels deep")
     try:
         kind = canonical_type(raw)
     except ValueError as exc:

@@ -435,7 +435,9 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
 
     @table.add("turns.begin", BeginParams)
     async def turns_begin(_conn: Connection, p: BeginParams) -> dict[str, Any]:
-        return await daemon.turns.begin(p.conversation_id, p.parent_turn_id)
+        result = await daemon.turns.begin(p.conversation_id, p.parent_turn_id)
+        # Failure reasons and tool descriptions come from servers and may quote a secret.
+        return daemon.redactor.redact_value(result)  # type: ignore[return-value]
 
     @table.add("turns.callTool", CallToolParams)
     async def turns_call_tool(_conn: Connection, p: CallToolParams) -> dict[str, Any]:

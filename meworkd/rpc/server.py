@@ -27,6 +27,7 @@ MAX_IN_FLIGHT = 128  # concurrent requests per connection; the reader pauses bey
 OUTBOX = 256  # reply/event lines queued for the writer before senders wait
 READ_CHUNK = 256 * 1024
 CLOSE_GRACE = 2.0  # seconds a closing connection may take to flush
+REFUSED_DRAIN = 1024 * 1024  # bytes read and dropped from a refused peer before closing
 WRITE_COALESCE = 256 * 1024  # bytes of queued lines the writer joins into one send
 
 log = get_logger("meworkd.rpc")
@@ -50,6 +51,7 @@ class Connection:
         self._tasks = tasks
         self._bus = bus
         self._subscription: Subscription | None = None
+        self.closed = False
 
     async def send(self, line: bytes) -> None:
         try:
@@ -68,6 +70,8 @@ class Connection:
         """Start (or replace) this connection's event subscription."""
         if self._subscription is not None:
             self._subscription.close()
+        if self.closed:
+            return  # the peer is gone (e.g. a batch that subscribed, then EOF): nobody to feed
         sub = self._bus.subscribe(topics)
         self._subscription = sub
         self._tasks.start_soon(self._forward, sub)
@@ -97,6 +101,7 @@ class Connection:
             )
 
     def close(self) -> None:
+        self.closed = True
         if self._subscription is not None:
             self._subscription.close()
 
@@ -115,6 +120,7 @@ class RpcServer:
         self._stopping = False
         self._accepting = anyio.CancelScope()
         self._readers: set[anyio.CancelScope] = set()
+        self._request_scopes: set[anyio.CancelScope] = set()
 
     async def serve(
         self, listener: SocketListener, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -139,6 +145,10 @@ class RpcServer:
         self._accepting.cancel()
         for reading in list(self._readers):
             reading.cancel()
+        # Also connections whose reader ended already (the peer sent EOF) but still work.
+        deadline = anyio.current_time() + CLOSE_GRACE
+        for scope in list(self._request_scopes):
+            scope.deadline = min(scope.deadline, deadline)
 
     async def _handle(self, stream: SocketStream) -> None:
         self.connections += 1
@@ -154,9 +164,15 @@ class RpcServer:
                             )
                             + b"\n"
                         )
+                        await stream.send_eof()
+                        # Drop what it already sent: closing with unread input would reset the
+                        # connection before the peer reads the refusal.
+                        drained = 0
+                        while drained < REFUSED_DRAIN:
+                            drained += len(await stream.receive())
                     return
                 await self._serve_connection(stream)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
             pass  # the peer vanished; nothing to answer
         finally:
             self.connections -= 1
@@ -166,6 +182,7 @@ class RpcServer:
         async with anyio.create_task_group() as outer:
             outer.start_soon(self._writer, stream, receive)
             async with send, anyio.create_task_group() as requests:
+                self._request_scopes.add(requests.cancel_scope)
                 conn = Connection(send, requests, self._bus)
                 with anyio.CancelScope() as reading:
                     self._readers.add(reading)
@@ -180,6 +197,7 @@ class RpcServer:
                     # Shutting down: answer what is in flight if it is quick, then give up.
                     requests.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
                     outer.cancel_scope.deadline = anyio.current_time() + 2 * CLOSE_GRACE
+            self._request_scopes.discard(requests.cancel_scope)
 
     async def _read(self, stream: SocketStream, conn: Connection, requests: TaskGroup) -> None:
         limiter = anyio.Semaphore(MAX_IN_FLIGHT)
