@@ -206,8 +206,12 @@ class McpSession:
                         message_handler=self._message,
                     )
                 )
-                with anyio.fail_after(self.config.timeout):
-                    await self._handshake(session)
+                try:
+                    with anyio.fail_after(self.config.timeout):
+                        await self._handshake(session)
+                except BaseException:
+                    connected.abandoned = True  # report the failure now, not after the graces
+                    raise
                 self.connect_seconds = time.monotonic() - started_at
                 self.session = session
                 started = True

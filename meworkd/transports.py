@@ -59,6 +59,9 @@ class Connected:
     # a bare HTTP error into a JSON-RPC error without status or text ("Server returned an
     # error response"), so a start-up failure could not say "HTTP 401" without this.
     http_error: tuple[int, str] | None = None
+    # Set when the handshake failed: a server that never started has nothing to shut down
+    # gracefully, and the caller is waiting for the failure to be reported.
+    abandoned: bool = False
 
 
 def child_environment(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
@@ -97,8 +100,13 @@ async def _exited(process: Process, within: float) -> bool:
     return False
 
 
-async def _stop(process: Process) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Bounded; never raises."""
+async def _stop(process: Process, *, graceful: bool = True) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Bounded; never raises.
+
+    Not ``graceful``: SIGKILL the group at once.
+    """
+    if not graceful:
+        kill_group(process.pid, signal.SIGKILL)
     try:
         if process.stdin is not None:
             await process.stdin.aclose()
@@ -210,13 +218,14 @@ async def open_stdio(
         tg.start_soon(stdin_writer)
         assert process.stderr is not None
         tg.start_soon(stderr_reader, process.stderr)
+        connected = Connected(read_receive, write_send, process)
         try:
-            yield Connected(read_receive, write_send, process)
+            yield connected
         finally:
             with anyio.CancelScope(shield=True):
                 write_send.close()
                 read_receive.close()
-                await _stop(process)
+                await _stop(process, graceful=not connected.abandoned)
             tg.cancel_scope.cancel()
 
 

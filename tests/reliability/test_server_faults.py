@@ -376,11 +376,6 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a start-up timeout is answered only after the server was stopped "
-    "(stdin EOF grace 1 s + SIGTERM grace 1.5 s on the reply path): 4.5 s for timeoutSeconds 2",
-)
 async def test_hang_initialize_answers_within_timeout(fault_daemon: DaemonProc) -> None:
     """turns.begin must report a server stuck in initialize at its timeoutSeconds, not after
     meworkd finished killing it (a SIGTERM-ignoring server makes that 2.5 s more)."""
