@@ -239,7 +239,7 @@ def render_measured(data: dict[str, Any]) -> str:
         (
             "slowest fault answer",
             f"{max(answer_times, default='?')} s (timeoutSeconds 2; "
-            f"hang_initialize {sf.get('hang_initialize_seconds', '?')} s, see bug 6)",
+            f"hang_initialize {sf.get('hang_initialize_seconds', '?')} s)",
         ),
         (
             "100 MB stderr flood",

@@ -67,6 +67,7 @@ __all__ = [
     "server_entry",
     "text_of",
     "wait_marked_gone",
+    "wait_until",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -342,10 +343,28 @@ def poll_until(what: str, predicate: Callable[[], bool], bound: float = BOUND) -
 
 
 async def wait_marked_gone(mark: str, bound: float = BOUND) -> None:
-    """Every process tagged ``mark`` has exited (bounded poll: process death sends no event)."""
-    with anyio.fail_after(bound):
-        while marked_pids(mark):
-            await anyio.sleep(0.02)
+    """Every process tagged ``mark`` has exited (bounded poll: process death sends no event).
+
+    A process that is exiting shows an empty environ before it is a zombie, so every pid once
+    seen with the mark is also followed until it is gone.
+    """
+    seen: set[int] = set()
+
+    def gone() -> bool:
+        seen.update(marked_pids(mark))
+        return not any(alive(pid) for pid in seen)
+
+    await wait_until(f"the processes marked {mark} are gone", gone, bound)
+
+
+async def wait_until(what: str, predicate: Callable[[], bool], bound: float = BOUND) -> None:
+    """Async bounded poll, for what the kernel sends no event about (process death, fds)."""
+    try:
+        with anyio.fail_after(bound):
+            while not predicate():
+                await anyio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not true within {bound} s") from None
 
 
 # --- HTTP fixture servers ----------------------------------------------------------------------

@@ -14,7 +14,6 @@ another conversation keeps answering echo calls, and then checks four things:
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +25,6 @@ import psutil
 import pytest
 from mework_client import RpcError
 
-from meworkd.transports import STDIN_EOF_GRACE
 from tests.reliability import figures
 from tests.reliability.harness import (
     KITCHEN,
@@ -41,10 +39,12 @@ from tests.reliability.harness import (
     group_members,
     marked_pids,
     new_mark,
+    poll_until,
     process_groups,
     server_entry,
     text_of,
     wait_marked_gone,
+    wait_until,
 )
 
 HOSTILE = str(LOCAL_SERVERS / "hostile.py")
@@ -70,9 +70,6 @@ class Fault:
     http_mode: str | None = None
     slow: bool = False  # takes about the timeout: the healthy conversation must answer meanwhile
     stderr_expect: str | None = None  # a line the server's log ring must hold afterwards
-    # Seconds the reply may come after the timeout because meworkd stops the server before it
-    # answers (a known bug, see test_hang_initialize_answers_within_timeout); 0 for the rest.
-    known_teardown: float = 0.0
 
 
 def kitchen(*args: str) -> Callable[[str, str], dict[str, Any]]:
@@ -111,7 +108,6 @@ FAULTS = [
         TIMED_OUT,
         "begin",
         slow=True,
-        known_teardown=STDIN_EOF_GRACE,
     ),
     Fault(
         "flood_stderr",
@@ -196,6 +192,10 @@ def fault_daemon() -> Iterator[DaemonProc]:
         rss0, fds0 = d.rss(), d.fds()
         try:
             yield d
+            # A connection the last scenario closed may not be torn down yet (bounded poll:
+            # fds send no event); a leak never comes back.
+            with contextlib.suppress(AssertionError):
+                poll_until("the fds are back", lambda: d.fds() <= fds0, bound=10)
             rss1, fds1 = d.rss(), d.fds()
             figures.record(
                 "server_faults",
@@ -299,7 +299,7 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
             assert re.search(fault.expect, outcome["text"]), outcome
             if fault.phase == "begin":
                 assert outcome["bound"] == [], outcome
-            assert outcome["elapsed"] <= TIMEOUT + SLACK + fault.known_teardown, (
+            assert outcome["elapsed"] <= TIMEOUT + SLACK, (
                 f"{fault.id}: answered after {outcome['elapsed']:.2f} s "
                 f"(timeoutSeconds {TIMEOUT}): {outcome['text']}"
             )
@@ -320,16 +320,11 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
             await call(client, "conversations.delete", {"id": conv_id})
             await wait_marked_gone(mark)
             close_seconds = time.monotonic() - closing
-            left = group_members(groups)
-            if left:
-                import psutil as _p
-                for pid in left:
-                    try:
-                        pr = _p.Process(pid)
-                        print("LEFT", fault.id, pid, pr.status(), pr.cmdline(), os.getpgid(pid), groups, running, pr.ppid(), d.pid)
-                    except Exception as e:
-                        print("LEFT?", pid, e)
-            assert left == [], "a process of the server's group is left"
+            # A process in the middle of exiting has an empty environ already: the group scan
+            # waits for it to be gone for good (bounded poll).
+            await wait_until(
+                "the server's process group is empty", lambda: not group_members(groups)
+            )
             for child in d.children():
                 try:
                     environ = child.environ()
@@ -378,7 +373,8 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
 @pytest.mark.anyio
 async def test_hang_initialize_answers_within_timeout(fault_daemon: DaemonProc) -> None:
     """turns.begin must report a server stuck in initialize at its timeoutSeconds, not after
-    meworkd finished killing it (a SIGTERM-ignoring server makes that 2.5 s more)."""
+    meworkd finished killing it (a SIGTERM-ignoring server made that 2.5 s more: found by this
+    suite, fixed in cb26c2b)."""
     d = fault_daemon
     mark = new_mark()
     name = "fault-hang-init-stubborn"
