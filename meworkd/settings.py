@@ -29,6 +29,7 @@ __all__ = [
     "SettingsDiff",
     "UnsetVariable",
     "canonical_type",
+    "check_depth",
     "decode_document",
     "diff_settings",
     "expand",
@@ -169,6 +170,8 @@ def decode_document(data: bytes) -> dict[str, Any]:
     """Parse the settings file; raise :class:`InvalidSettings` saying where the JSON broke."""
     try:
         doc = msgspec.json.decode(data)
+    except RecursionError:
+        raise InvalidSettings(too_deep_message()) from None
     except msgspec.DecodeError:
         doc = None
         try:
@@ -183,7 +186,18 @@ def decode_document(data: bytes) -> dict[str, Any]:
         raise InvalidSettings("the settings file is not valid JSON") from None
     if not isinstance(doc, dict):
         raise InvalidSettings("the settings file must hold a JSON object at the top level")
+    check_depth(doc)
     return doc
+
+
+def too_deep_message() -> str:
+    return f"the settings document nests values more than {MAX_DOCUMENT_DEPTH} levels deep"
+
+
+def check_depth(doc: object) -> None:
+    """Refuse a document too deep to copy and rewrite safely (hand-edited or written by RPC)."""
+    if _deeper_than(doc, MAX_DOCUMENT_DEPTH):
+        raise InvalidSettings(too_deep_message())
 
 
 _MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -217,6 +231,7 @@ def canonical_type(raw: Mapping[str, Any]) -> str:
 
 
 MAX_ENTRY_DEPTH = 32  # no server entry needs more; far deeper ones break deep copies and JSON
+MAX_DOCUMENT_DEPTH = 64  # the whole document (other apps' keys too) may nest a little deeper
 
 
 def _deeper_than(value: object, limit: int) -> bool:

@@ -27,6 +27,7 @@ from meworkd.settings import (
     DEFAULT_DOCUMENT,
     Settings,
     SettingsDiff,
+    check_depth,
     decode_document,
     diff_settings,
     parse_settings,
@@ -173,6 +174,7 @@ class SettingsStore:
                 base_digest = self._digest
                 doc = copy.deepcopy(self._doc)
                 result = change(doc)
+                check_depth(doc)  # e.g. a preset nested 600 deep would break every later write
                 new = parse_settings(doc, self._settings)
                 data = _encode(doc)
                 if await anyio.to_thread.run_sync(self._replace_if_unchanged, data, base_digest):

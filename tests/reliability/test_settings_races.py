@@ -5,8 +5,8 @@ adding an unknown key, ``servers.setToolEnabled``), up to four in flight at once
 made while they run: unknown top-level keys and whole servers, written in place (truncate and
 write, like ``>``) or atomically (temp file and rename, like most editors). Every change is
 distinct, so the end state says exactly what was lost. After every step the file must parse;
-at the end every acknowledged RPC write and every hand edit must be in the file and in the
-daemon's view of it.
+at the end every acknowledged RPC write must be in the file and in the daemon's view of it, and
+so must every hand edit but those lost in meworkd's own window (below).
 
 The test's own hand editor must not be the one that loses data, so it checks what it replaced:
 
@@ -18,7 +18,9 @@ The test's own hand editor must not be the one that loses data, so it checks wha
 
 What remains is meworkd's own window: a hand edit that lands between meworkd's re-read check and
 its rename is overwritten. ``test_hand_edit_in_the_check_to_rename_window`` makes that happen on
-purpose, see there.
+purpose (strict xfail). Under this schedule it costs about 0.5 % of the hand edits (0 or 1 of
+182 in a normal run), so up to 3 % are tolerated and the number is recorded; with the re-read
+check switched off in the daemon, 107 and 116 of 182 were lost (docs/reliability.md, section 4).
 """
 
 from __future__ import annotations

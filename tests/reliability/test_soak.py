@@ -32,6 +32,7 @@ RSS_GROWTH_BOUND = 48 * 1024 * 1024
 
 
 @pytest.mark.anyio
+@pytest.mark.timeout(900)
 async def test_repeated_faults_keep_memory_flat(spawn_daemon: Any) -> None:
     d = spawn_daemon()
     mark = new_mark()
