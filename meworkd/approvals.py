@@ -193,7 +193,7 @@ class Approvals:
     ) -> None:
         """Deny what waits in ``turn_id`` (only the call ``call_id`` when one is given)."""
         for pending in list(self._pending.values()):
-            # Fix: turns.cancel {turnId, callId} used to deny every waiting call of the turn.
+            # turns.cancel with a callId denies that call's request only.
             if call_id is not None and pending.request["callId"] != call_id:
                 continue
             if pending.turn_id == turn_id and pending.decision is None:

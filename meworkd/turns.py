@@ -292,9 +292,8 @@ class Turns:
             finally:
                 turn.calls.pop(call_id, None)
         if scope.cancelled_caught:
-            # Fix: this used to record "allow" even when the call was cancelled before anyone
-            # allowed it (while hooks ran or the user was asked). Cancelled before a decision
-            # is a deny by cancellation; cancelled while running keeps who allowed it.
+            # Cancelled before a decision (hooks running, user asked) is a deny by
+            # cancellation; cancelled while running keeps who allowed it.
             if decision is None or not decision.allowed:
                 self._record(audit, "deny", DecidedBy.CANCELLED, "cancelled", started, None, True)
             else:
