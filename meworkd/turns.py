@@ -100,7 +100,13 @@ class Turns:
             for name in dict.fromkeys(conversation.mcp_servers)
             if name in settings.servers and settings.servers[name].enabled
         ]
-        failures: list[dict[str, str]] = []
+        # A selected server whose entry never validated cannot take part: say so, like a
+        # server that failed to connect (one with a last good definition runs on that).
+        failures: list[dict[str, str]] = [
+            {"server": name, "reason": f"invalid settings entry: {settings.server_errors[name]}"}
+            for name in dict.fromkeys(conversation.mcp_servers)
+            if name not in settings.servers and name in settings.server_errors
+        ]
         if parent_turn_id is not None:
             # A subagent sees exactly what its parent saw, without asking the servers again.
             parent = self._get(parent_turn_id)
