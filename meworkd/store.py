@@ -1,12 +1,15 @@
 """The settings file on disk: atomic writes that merge with hand edits, and hot reload.
 
-Invariants: the file is only ever replaced atomically (temp file, fsync, rename, fsync of the
-directory) keeping its mode; a write first re-reads the file so a hand edit meworkd has not seen
-yet is merged, not clobbered; a file that does not parse is never overwritten; meworkd's own
-writes are recognised by content hash and do not count as edits.
+Invariants: the file is only ever replaced atomically (temp file, fsync, swap, fsync of the
+directory) keeping its mode; a write is based on a fresh read, and what its swap displaced is
+checked against that read, so a hand edit meworkd has not seen is merged, never clobbered; a file
+that does not parse is never overwritten; meworkd's own writes are recognised by content hash and
+do not count as edits.
 """
 
 import copy
+import ctypes
+import errno
 import hashlib
 import os
 import stat
@@ -53,6 +56,58 @@ def _digest(data: bytes) -> bytes:
 
 def _encode(doc: dict[str, Any]) -> bytes:
     return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.renameat2.argtypes = [
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_uint,
+]
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Atomically swap the files named ``a`` and ``b`` (Linux ``renameat2``)."""
+    if _libc.renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap_in_if_unchanged(tmp: Path, path: Path, expect_digest: bytes) -> bool:
+    """Put ``tmp`` in place of ``path`` unless ``path`` no longer holds ``expect_digest``.
+
+    A compare-then-rename leaves a window in which a hand edit is overwritten unseen. Swapping
+    instead and reading what was displaced closes it: if that is not what our write was based
+    on, the edit is swapped back and the caller merges with it.
+    """
+    try:
+        if _digest(path.read_bytes()) != expect_digest:
+            return False  # cheap early answer; the swap below is what makes it safe
+    except FileNotFoundError:
+        try:
+            os.link(tmp, path)  # deleted by hand: recreate it, but never over a newcomer
+        except FileExistsError:
+            return False
+        return True
+    try:
+        _exchange(tmp, path)
+    except FileNotFoundError:
+        return False  # removed between the read and the swap: start over
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS):
+            raise
+        os.replace(tmp, path)  # a file system without RENAME_EXCHANGE: the old, narrow window
+        return True
+    if _digest(tmp.read_bytes()) == expect_digest:
+        return True
+    # A second edit landing between the two swaps would be displaced by this one; that window
+    # is two system calls wide, where the compare-then-rename one spanned a file read.
+    _exchange(tmp, path)
+    return False
 
 
 class SettingsStore:
@@ -220,13 +275,10 @@ class SettingsStore:
                     os.link(tmp, self.path)
                 except FileExistsError:
                     return False
+            elif expect_digest is not None:
+                if not _swap_in_if_unchanged(tmp, self.path, expect_digest):
+                    return False
             else:
-                if expect_digest is not None:
-                    try:
-                        if _digest(self.path.read_bytes()) != expect_digest:
-                            return False
-                    except FileNotFoundError:
-                        pass
                 os.replace(tmp, self.path)
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             try:

@@ -2,6 +2,7 @@
 and every unknown key, merging with hand edits meworkd has not read, never overwriting a file that
 does not parse, and recognising its own writes."""
 
+import errno
 import json
 import os
 import stat
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meworkd import registry
+from meworkd import store as store_module
 from meworkd.errors import MeworkError, SettingsUnreadable
 from meworkd.events import EventBus, Subscription
 from meworkd.settings import DEFAULT_DOCUMENT
@@ -283,6 +285,33 @@ async def test_a_hand_edit_landing_during_a_write_is_merged(short_tmp: Path) -> 
     assert len(runs) == 2  # the change was applied again on top of the hand edit
     assert list(read_doc(path)["assets"]["mcpServers"]) == ["hand", "rpc"]
     assert list(store.settings.servers) == ["hand", "rpc"]
+
+
+async def test_a_file_deleted_during_a_write_is_written_again(short_tmp: Path) -> None:
+    path = settings_path(short_tmp)
+    store, _bus = open_store(path)
+    await store.mutate(add("s"))
+    store.before_rename = lambda _tmp: path.unlink()
+    await store.mutate(add("t"))
+    assert list(read_doc(path)["assets"]["mcpServers"]) == ["s", "t"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+
+
+async def test_without_rename_exchange_writes_fall_back_to_rename(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some file systems (older kernels, some FUSE ones) refuse RENAME_EXCHANGE with EINVAL."""
+    path = settings_path(short_tmp)
+    store, _bus = open_store(path)
+
+    def unsupported(a: Path, b: Path) -> None:
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), str(b))
+
+    monkeypatch.setattr(store_module, "_exchange", unsupported)
+    await store.mutate(add("s"))
+    assert list(read_doc(path)["assets"]["mcpServers"]) == ["s"]
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
 async def test_a_broken_hand_edit_landing_during_a_write_is_not_overwritten(

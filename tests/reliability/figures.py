@@ -247,8 +247,8 @@ def render_measured(data: dict[str, Any]) -> str:
             f"ring, call {sf.get('flood_outcome', '?')} at {sf.get('flood_stderr_seconds', '?')} s",
         ),
         (
-            "hand edits lost in the rename window",
-            f"{sr.get('hand_edits_lost_in_the_rename_window', '?')} "
+            "hand edits lost",
+            f"{sr.get('hand_edits_lost', '?')} "
             f"of {sr.get('hand_edits', '?')} ({sr.get('rpc_writes_acknowledged', '?')} RPC writes "
             f"in flight alongside)",
         ),

@@ -16,11 +16,10 @@ The test's own hand editor must not be the one that loses data, so it checks wha
 * an in-place edit checks that the path still names the inode it wrote; if meworkd renamed a new
   file over it meanwhile, the edit is made again on the new file.
 
-What remains is meworkd's own window: a hand edit that lands between meworkd's re-read check and
-its rename is overwritten. ``test_hand_edit_in_the_check_to_rename_window`` makes that happen on
-purpose (strict xfail). Under this schedule it costs about 0.5 % of the hand edits (0 or 1 of
-182 in a normal run), so up to 3 % are tolerated and the number is recorded; with the re-read
-check switched off in the daemon, 107 and 116 of 182 were lost (docs/reliability.md, section 4).
+meworkd does the same for its own writes (``SettingsStore``: swap, check what was displaced, swap
+back and merge), so no hand edit may be lost at all. Before it did, a hand edit landing between
+its re-read check and its rename was overwritten: about 0.5 % of the hand edits under this
+schedule (``test_hand_edit_in_the_check_to_rename_window`` makes that moment happen on purpose).
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 BASE_SERVERS = [f"b{i}" for i in range(5)]
 MAX_IN_FLIGHT = 4
-WINDOW_LOSS_BOUND = 0.03  # of the hand edits; see test_rpc_writes_and_hand_edits_interleaved
 
 
 def exchange(a: Path, b: Path) -> None:
@@ -223,20 +221,11 @@ async def test_rpc_writes_and_hand_edits_interleaved(
         rpc_writes_refused_mid_hand_edit=refused,
         hand_edits_redone_after_meworkd_wrote_in_between=editor.raced,
         rpc_writes_lost=len(lost["rpc"]),
-        hand_edits_lost_in_the_rename_window=len(lost["hand"]),
+        hand_edits_lost=len(lost["hand"]),
     )
     assert len(acked) + len(hand) == len(schedule)
     assert lost["rpc"] == [], f"acknowledged RPC writes lost: {lost['rpc']}"
-    # A hand edit that lands between meworkd's re-read check and its rename is overwritten
-    # (test_hand_edit_in_the_check_to_rename_window makes it happen on purpose). Under this
-    # schedule's load (meworkd writing all the time, a worker thread waiting for the GIL
-    # between the check and the rename) that is about 0.5 % of the hand edits; a store that
-    # did not re-read and merge at all would lose most of them.
-    allowed = max(3, int(WINDOW_LOSS_BOUND * len(hand)))
-    assert len(lost["hand"]) <= allowed, (
-        f"{len(lost['hand'])} of {len(hand)} hand edits overwritten (bound {allowed}): "
-        f"{lost['hand'][:20]}"
-    )
+    assert lost["hand"] == [], f"{len(lost['hand'])} of {len(hand)} hand edits overwritten"
     assert file_doc["x-before"] == "kept"
     daemon_lost = _lost(daemon_doc, acked, hand)
     assert daemon_lost["rpc"] == [], daemon_lost
@@ -267,19 +256,17 @@ def _lost(
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="known window: SettingsStore._write_file compares the file's digest, then calls "
-    "os.replace; a hand edit landing in between is overwritten without being read",
-)
+@pytest.mark.parametrize("when", ["before the check", "between the check and the swap"])
 async def test_hand_edit_in_the_check_to_rename_window(
-    rel_tmp: Path, monkeypatch: pytest.MonkeyPatch
+    rel_tmp: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """Make a hand edit land exactly between meworkd's re-read check and its rename.
+    """Make a hand edit land exactly when meworkd is about to put its own version in place.
 
-    Fault injection around ``os.replace`` (the real store, the real file system): the hand edit
-    is an editor-style atomic replace made just before meworkd's own rename runs.
+    Fault injection around the store's swap (the real store, the real file system): the hand
+    edit is an editor-style atomic replace made just before meworkd's ``renameat2`` runs. Until
+    the store swapped and checked what it displaced, this edit was overwritten unseen.
     """
+    from meworkd import store as store_module
     from meworkd.events import EventBus
     from meworkd.store import SettingsStore
 
@@ -288,23 +275,31 @@ async def test_hand_edit_in_the_check_to_rename_window(
     path.chmod(0o600)
     store = SettingsStore(path, EventBus())
     store.open()
-    real_replace = os.replace
-    injected = []
+    injected: list[bool] = []
 
-    def replace_after_a_hand_edit(src: Any, dst: Any) -> None:
-        if Path(dst) == path and not injected:
+    def hand_edit() -> None:
+        if not injected:
             injected.append(True)
             doc = json.loads(path.read_bytes())
             doc["x-hand"] = "typed by a person"
             tmp = path.with_name(".hand~")
             tmp.write_text(json.dumps(doc))
-            real_replace(tmp, path)
-        real_replace(src, dst)
+            os.replace(tmp, path)
+
+    if when == "before the check":
+        store.before_rename = lambda _tmp: hand_edit()
+    else:
+        real_exchange = store_module._exchange
+
+        def exchange_after_a_hand_edit(a: Path, b: Path) -> None:
+            hand_edit()
+            real_exchange(a, b)
+
+        monkeypatch.setattr(store_module, "_exchange", exchange_after_a_hand_edit)
 
     def add(doc: dict[str, Any]) -> None:
         doc["assets"]["mcpServers"]["s"] = {"command": "true"}
 
-    monkeypatch.setattr(os, "replace", replace_after_a_hand_edit)
     with anyio.fail_after(BOUND):
         await store.mutate(add)
     monkeypatch.undo()
@@ -312,3 +307,5 @@ async def test_hand_edit_in_the_check_to_rename_window(
     final = json.loads(path.read_bytes())
     assert "s" in final["assets"]["mcpServers"]
     assert final.get("x-hand") == "typed by a person", "the hand edit was overwritten"
+    assert store.document().get("x-hand") == "typed by a person"
+    assert not list(rel_tmp.glob(".settings.json.*")), "a temp file was left behind"
