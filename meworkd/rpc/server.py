@@ -1,9 +1,9 @@
 """The Unix-socket listener: per connection one reader, one writer and a task per request.
 
-Requests on one connection run concurrently; replies and events go out through the connection's
-single writer, in whole lines. A peer of another uid is refused. Nothing a client sends can end
-the daemon: the worst it gets is an error reply and, for a stream that is not JSON-RPC at all,
-a closed connection.
+Requests on one connection run concurrently; replies and events go out in whole lines, in order
+(straight to the socket when it takes them, else through the connection's writer). A peer of
+another uid is refused. Nothing a client sends can end the daemon: the worst it gets is an error
+reply and, for a stream that is not JSON-RPC at all, a closed connection.
 """
 
 import os
@@ -12,9 +12,9 @@ import struct
 from collections.abc import Iterable
 
 import anyio
+import anyio.lowlevel
 import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from meworkd.events import EventBus, Subscription
 from meworkd.log import get_logger
@@ -44,27 +44,77 @@ def peer_uid(stream: SocketStream) -> int | None:
 
 
 class Connection:
-    """One frontend's connection, the context every method receives."""
+    """One frontend's connection, the context every method receives.
 
-    def __init__(self, outbox: MemoryObjectSendStream[bytes], tasks: TaskGroup, bus: EventBus):
-        self._outbox = outbox
+    Replies and events leave in whole lines, in the order they were sent. A line is written
+    straight to the socket when nothing is queued before it and the socket takes it at once (as
+    asyncio's transports do); otherwise it is queued for the connection's writer task, which
+    joins what is queued into one write. The direct path saves the writer's event-loop pass on
+    every reply and lets work that follows a reply (the audit record) run after it has left.
+    """
+
+    def __init__(self, stream: SocketStream, tasks: TaskGroup, bus: EventBus) -> None:
+        self._stream = stream
+        self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        self._outbox, self._queue = anyio.create_memory_object_stream[bytes](OUTBOX)
+        self._queued = 0  # chunks handed to the outbox and not yet written
+        self._broken = False
         self._tasks = tasks
         self._bus = bus
         self._subscription: Subscription | None = None
         self.closed = False
 
     async def send(self, line: bytes) -> None:
+        if self._broken:
+            return  # the peer is gone; keep nobody waiting
+        data = line + b"\n"
+        if self._queued == 0:
+            try:
+                written = self._sock.send(data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._broken = True  # the reader sees the end of the stream and cleans up
+                return
+            if written == len(data):
+                return
+            data = data[written:]
+        self._queued += 1
         try:
-            # Fast path: while the outbox has room, queue without the extra event-loop pass
-            # that ``send`` always takes (bench/README.md, B1: ~10 loop passes per request).
-            self._outbox.send_nowait(line)
+            # While the outbox has room, queue without the loop pass ``send`` always takes.
+            self._outbox.send_nowait(data)
         except anyio.WouldBlock:
             try:
-                await self._outbox.send(line)
+                await self._outbox.send(data)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the connection is going away; the reply has nobody to go to
+
+    async def run_writer(self) -> None:
+        """Write what :meth:`send` queued until :meth:`end_writes` and the queue is empty."""
+        async with self._queue:
+            async for chunk in self._queue:
+                # Whatever else is queued already goes out in the same write: one syscall and
+                # one event-loop pass for many replies when clients are busy (bench B4).
+                batch, size = [chunk], len(chunk)
+                while size < WRITE_COALESCE:
+                    try:
+                        more = self._queue.receive_nowait()
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                    batch.append(more)
+                    size += len(more)
+                if not self._broken:
+                    try:
+                        await self._stream.send(b"".join(batch))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        self._broken = True  # keep draining so no sender waits on a dead peer
+                self._queued -= len(batch)
+
+    def end_writes(self) -> None:
+        """No more lines will be sent: the writer ends once it has written the queue."""
+        self._outbox.close()
 
     def subscribe(self, topics: Iterable[str] | None) -> None:
         """Start (or replace) this connection's event subscription."""
@@ -178,35 +228,52 @@ class RpcServer:
             self.connections -= 1
 
     async def _serve_connection(self, stream: SocketStream) -> None:
-        send, receive = anyio.create_memory_object_stream[bytes](OUTBOX)
         async with anyio.create_task_group() as outer:
-            outer.start_soon(self._writer, stream, receive)
-            async with send, anyio.create_task_group() as requests:
-                self._request_scopes.add(requests.cancel_scope)
-                conn = Connection(send, requests, self._bus)
-                with anyio.CancelScope() as reading:
-                    self._readers.add(reading)
+            requests = anyio.create_task_group()
+            conn = Connection(stream, requests, self._bus)
+            outer.start_soon(conn.run_writer)
+            try:
+                async with requests:
+                    self._request_scopes.add(requests.cancel_scope)
+                    with anyio.CancelScope() as reading:
+                        self._readers.add(reading)
+                        if self._stopping:
+                            reading.cancel()
+                        try:
+                            await self._read(stream, conn, requests)
+                        finally:
+                            self._readers.discard(reading)
+                            conn.close()
                     if self._stopping:
-                        reading.cancel()
-                    try:
-                        await self._read(stream, conn, requests)
-                    finally:
-                        self._readers.discard(reading)
-                        conn.close()
-                if self._stopping:
-                    # Shutting down: answer what is in flight if it is quick, then give up.
-                    requests.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
-                    outer.cancel_scope.deadline = anyio.current_time() + 2 * CLOSE_GRACE
-            self._request_scopes.discard(requests.cancel_scope)
+                        # Shutting down: answer what is in flight if it is quick, then give up.
+                        requests.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
+                        outer.cancel_scope.deadline = anyio.current_time() + 2 * CLOSE_GRACE
+            finally:
+                self._request_scopes.discard(requests.cancel_scope)
+                conn.end_writes()  # every request has answered: the writer drains and ends
 
     async def _read(self, stream: SocketStream, conn: Connection, requests: TaskGroup) -> None:
         limiter = anyio.Semaphore(MAX_IN_FLIGHT)
         splitter = LineSplitter(self.max_line)
+        sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        waited = True
         while True:
+            # The raw socket after wait_readable, not stream.receive: on asyncio that one,
+            # cancelled (at shutdown) just as data arrives, makes the loop report an
+            # InvalidStateError, anyio resolving its readiness future after the cancellation.
             try:
-                data = await stream.receive(READ_CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                data = sock.recv(READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(sock)
+                waited = True
+                continue
+            except OSError:
                 return
+            if not data:
+                return
+            if not waited:
+                await anyio.lowlevel.checkpoint()  # a peer that never pauses must not starve others
+            waited = False
             for line in splitter.feed(data):
                 if isinstance(line, Oversized):
                     await conn.send(
@@ -236,25 +303,3 @@ class RpcServer:
                 await conn.send(reply)
         finally:
             limiter.release()
-
-    @staticmethod
-    async def _writer(stream: SocketStream, receive: MemoryObjectReceiveStream[bytes]) -> None:
-        broken = False
-        async with receive:
-            async for line in receive:
-                # Whatever else is queued already goes out in the same write: one syscall and
-                # one event-loop pass for many replies when clients are busy (bench B4).
-                batch, size = [line], len(line)
-                while size < WRITE_COALESCE:
-                    try:
-                        more = receive.receive_nowait()
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                    batch.append(more)
-                    size += len(more)
-                if broken:
-                    continue  # keep draining so no sender waits on a dead peer
-                try:
-                    await stream.send(b"\n".join(batch) + b"\n")
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    broken = True
