@@ -6,20 +6,22 @@ child's pid for the ledger and the group kill, stderr through a pipe into the lo
 line sizes, and non-JSON stdout lines reported instead of passed on as exceptions.
 """
 
+import contextlib
 import functools
 import os
 import signal
 import ssl
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from subprocess import PIPE
+from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.abc import ByteReceiveStream, Process
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
@@ -41,19 +43,17 @@ STDIN_EOF_GRACE = 1.0  # seconds a server gets to exit on its own once stdin clo
 SIGTERM_GRACE = 1.5  # then SIGTERM to the group, then SIGKILL
 _EXIT_POLL = 0.01
 HTTP_CONNECT_TIMEOUT = 30.0
-STREAM_BUFFER = 16  # messages queued between the session and a stdio server's pipes
+PIPE_READ_CHUNK = 64 * 1024
 HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
 HTTP_ERROR_BODY_MAX = 64 * 1024  # a longer error body is not read for quoting
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
 
-ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
-WriteStream = MemoryObjectSendStream[SessionMessage]
-
 
 @dataclass(slots=True)
 class Connected:
-    read: ReadStream | object
-    write: WriteStream | object
+    # What the SDK's ClientSession reads and writes (its ReadStream / WriteStream protocols).
+    read: Any
+    write: Any
     process: Process | None = None
     # HTTP only: the status and (start of the) body of the last error response. The SDK turns
     # a bare HTTP error into a JSON-RPC error without status or text ("Server returned an
@@ -155,51 +155,10 @@ async def open_stdio(
         start_new_session=True,
     )
     on_spawn(process.pid)
-    # A small buffer instead of the SDK's zero: a message changes hands without waiting for the
-    # other task to be scheduled (one loop pass less per message, bench B1), still bounded.
-    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](
-        STREAM_BUFFER
-    )
-    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](STREAM_BUFFER)
-
-    async def stdout_reader() -> None:
-        assert process.stdout is not None
-        splitter = LineSplitter(MAX_SERVER_LINE)
-        async with read_send:
-            try:
-                async for chunk in process.stdout:
-                    for line in splitter.feed(chunk):
-                        if isinstance(line, Oversized):
-                            on_stderr(
-                                f"[meworkd] ignored a {line.size}-byte message on stdout "
-                                f"(over the {MAX_SERVER_LINE}-byte limit)"
-                            )
-                            continue
-                        if not line.strip():
-                            continue
-                        try:
-                            message = types.jsonrpc_message_adapter.validate_json(
-                                line, by_name=False
-                            )
-                        except ValueError:
-                            text = line[:200].decode("utf-8", "replace")
-                            on_stderr(f"[meworkd] ignored a non-JSON-RPC line on stdout: {text}")
-                            continue
-                        await read_send.send(SessionMessage(message))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
-
-    async def stdin_writer() -> None:
-        assert process.stdin is not None
-        async with write_receive:
-            try:
-                async for session_message in write_receive:
-                    data = session_message.message.model_dump_json(
-                        by_alias=True, exclude_unset=True
-                    )
-                    await process.stdin.send(data.encode() + b"\n")
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await read_send.aclose()  # the server stopped reading: end the session
+    assert process.stdin is not None
+    assert process.stdout is not None
+    reader = _PipeReader(process.stdout, on_stderr)
+    writer = _PipeWriter(process.stdin, reader)
 
     async def stderr_reader(stream: ByteReceiveStream) -> None:
         splitter = LineSplitter(8192)
@@ -214,19 +173,130 @@ async def open_stdio(
             pass
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(stdout_reader)
-        tg.start_soon(stdin_writer)
         assert process.stderr is not None
         tg.start_soon(stderr_reader, process.stderr)
-        connected = Connected(read_receive, write_send, process)
+        connected = Connected(reader, writer, process)
         try:
             yield connected
         finally:
             with anyio.CancelScope(shield=True):
-                write_send.close()
-                read_receive.close()
+                writer.close()
                 await _stop(process, graceful=not connected.abandoned)
             tg.cancel_scope.cancel()
+
+
+class _PipeReader:
+    """The session's read stream for a stdio server: messages parsed from its stdout on demand.
+
+    The SDK's receive loop reads the pipe itself, instead of a reader task handing each message
+    over through a memory stream: one task switch less per message (bench B1). Lines that are
+    not JSON-RPC are reported as the server's output and skipped, not passed on.
+    """
+
+    def __init__(self, stdout: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
+        self._stdout = stdout
+        self._on_stderr = on_stderr
+        self._splitter = LineSplitter(MAX_SERVER_LINE)
+        self._lines: deque[bytes | Oversized] = deque()
+        self._ended = False
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            while self._lines:
+                message = self._parse(self._lines.popleft())
+                if message is not None:
+                    return message
+            if self._ended:
+                raise anyio.EndOfStream
+            try:
+                chunk = await self._stdout.receive(PIPE_READ_CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._ended = True
+                continue
+            except OSError:
+                self._ended = True
+                continue
+            self._lines.extend(self._splitter.feed(chunk))
+
+    def _parse(self, line: bytes | Oversized) -> SessionMessage | None:
+        if isinstance(line, Oversized):
+            self._on_stderr(
+                f"[meworkd] ignored a {line.size}-byte message on stdout "
+                f"(over the {MAX_SERVER_LINE}-byte limit)"
+            )
+            return None
+        if not line.strip():
+            return None
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError:
+            text = line[:200].decode("utf-8", "replace")
+            self._on_stderr(f"[meworkd] ignored a non-JSON-RPC line on stdout: {text}")
+            return None
+        return SessionMessage(message)
+
+    async def end(self) -> None:
+        """End the stream now (the server stopped reading): a waiting receive returns EOF."""
+        self._ended = True
+        with contextlib.suppress(anyio.BrokenResourceError, OSError):
+            await self._stdout.aclose()
+
+    def __aiter__(self) -> "_PipeReader":
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._ended = True
+
+    async def __aenter__(self) -> "_PipeReader":
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+
+class _PipeWriter:
+    """The session's write stream for a stdio server: each message goes straight into stdin.
+
+    The pipe transport buffers what the pipe does not take at once (``send`` waits only above
+    its high-water mark), so no writer task is needed and a request reaches the server without
+    waiting for one to be scheduled (bench B1). Each message is one ``write``: messages from
+    concurrent senders never interleave.
+    """
+
+    def __init__(self, stdin: ByteSendStream, reader: _PipeReader) -> None:
+        self._stdin = stdin
+        self._reader = reader
+        self._closed = False
+
+    async def send(self, message: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send(data.encode() + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            # The server stopped reading: end the session rather than wait for its output.
+            self._closed = True
+            await self._reader.end()
+            raise anyio.BrokenResourceError from None
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> "_PipeWriter":
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
 
 
 @functools.cache

@@ -228,6 +228,27 @@ async def test_http_session_the_server_forgot_is_reinitialized(short_tmp: Path) 
 # --- stderr: the log ring ----------------------------------------------------------------------
 
 
+async def test_a_server_that_stops_reading_ends_its_session(short_tmp: Path) -> None:
+    """Writing to a server whose stdin is closed fails at once (EPIPE): the call gets a clear
+    answer, the session ends although the server's stdout is still open, the next call gets a
+    fresh server."""
+    server = {"command": PY, "args": [RAW_BAD, "--mode", "stop-reading"]}
+    async with start_daemon(short_tmp, {"r": server}) as (daemon, sock), connect(sock) as c:
+        turn = await begin_turn(c, ["r"])
+        first = await call_tool(c, turn, "r", "t", {"x": "1"})
+        assert text_of(first) == '{"x": "1"}'
+        stopped = session_for(daemon, turn["conversationId"], "r")
+        with anyio.fail_after(10):
+            second = await call_tool(c, turn, "r", "t", {"x": "2"})
+        assert second["isError"] is True
+        assert "closed the connection" in text_of(second)
+        with anyio.fail_after(10):
+            await stopped.dead.wait()
+        third = await call_tool(c, turn, "r", "t", {"x": "3"})
+        assert text_of(third) == '{"x": "3"}'
+        assert session_for(daemon, turn["conversationId"], "r") is not stopped
+
+
 async def test_stderr_goes_to_the_ring_and_to_events(short_tmp: Path) -> None:
     async with (
         start_daemon(short_tmp, {"k": kitchen("--stderr-lines", "5")}) as (_d, sock),

@@ -9,13 +9,17 @@ tool ``t``) are always answered correctly; notifications are ignored. MODE decid
 * ``wrong-id``: ``tools/call`` is answered with a response whose id is not the request's id.
 * ``invalid-json``: ``tools/call`` is answered with garbage lines that are not JSON.
 * ``silent``: unknown requests are ignored and ``tools/call`` is never answered.
+* ``stop-reading``: on the first ``tools/call`` the server closes its stdin, answers, and
+  lingers with stdout still open (a server that stopped reading, not one that exited).
 
 In ``wrong-id`` and ``invalid-json`` mode unknown requests get a ``-32601`` error.
 """
 
 import argparse
 import json
+import os
 import sys
+import time
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 TOOL = {
@@ -33,7 +37,9 @@ def send(msg: dict) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(prog="raw_bad")
     p.add_argument(
-        "--mode", choices=["legacy", "wrong-id", "invalid-json", "silent"], default="legacy"
+        "--mode",
+        choices=["legacy", "wrong-id", "invalid-json", "silent", "stop-reading"],
+        default="legacy",
     )
     mode = p.parse_args().mode
     sys.stderr.write(f"raw_bad: mode {mode}\n")
@@ -71,7 +77,7 @@ def main() -> None:
             args = params.get("arguments") or {}
             result = {"content": [{"type": "text", "text": json.dumps(args, sort_keys=True)}]}
         else:
-            if mode in ("legacy", "silent"):
+            if mode in ("legacy", "silent", "stop-reading"):
                 continue
             send(
                 {
@@ -81,6 +87,13 @@ def main() -> None:
                 }
             )
             continue
+        if mode == "stop-reading" and method == "tools/call":
+            # Closed before the answer goes out, so the next request surely finds it closed.
+            sys.stdin.close()
+            os.close(0)
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+            while True:
+                time.sleep(60)  # stdout stays open; SIGTERM ends it
         send({"jsonrpc": "2.0", "id": rid, "result": result})
 
 
