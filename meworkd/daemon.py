@@ -109,6 +109,7 @@ class Daemon:
         async with anyio.create_task_group() as backend:
             await backend.start(self.store.watch)
             await backend.start(self.pool.run)
+            await backend.start(self.state.run_audit_writer)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)

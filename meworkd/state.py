@@ -1,16 +1,23 @@
 """The state database (SQLite in the state dir): conversations and the tool-call audit log.
 
 Queries are tiny and local, so they run on the event loop; WAL keeps writes cheap and readers
-unblocked, and the schema is versioned with ``user_version``.
+unblocked, and the schema is versioned with ``user_version``. Conversations are cached in memory
+(this process is the database's only writer). While :meth:`StateDB.run_audit_writer` runs, audit
+entries are written by it, in one transaction per batch, after the reply that caused them has
+left: a tool call does not wait for its own audit record.
 """
 
 import json
 import sqlite3
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
 
 from meworkd.errors import ConflictError, ConversationNotFound
 
@@ -47,8 +54,9 @@ CREATE INDEX IF NOT EXISTS audit_conversation ON audit (conversation_id, id);
 """
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def now_iso(timestamp: float | None = None) -> str:
+    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +106,12 @@ class StateDB:
         self._db.executescript(_SCHEMA)
         self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         path.chmod(0o600)
+        self._conversations: dict[str, Conversation] = {}
+        self._audit_pending: list[tuple[float, AuditEntry]] = []
+        self._audit_wake: anyio.Event | None = None  # set while run_audit_writer runs
 
     def close(self) -> None:
+        self.flush_audit()
         self._db.close()
 
     # --- conversations -------------------------------------------------------------------
@@ -136,12 +148,16 @@ class StateDB:
         return self.get_conversation(cid)
 
     def get_conversation(self, conversation_id: str) -> Conversation:
+        cached = self._conversations.get(conversation_id)
+        if cached is not None:
+            return cached  # read on every tool call for its approval level
         row = self._db.execute(
             "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
         if row is None:
             raise ConversationNotFound(conversation_id)
-        return self._conversation(row)
+        conversation = self._conversations[conversation_id] = self._conversation(row)
+        return conversation
 
     def list_conversations(self) -> list[Conversation]:
         rows = self._db.execute("SELECT * FROM conversations ORDER BY created_at, id").fetchall()
@@ -167,10 +183,12 @@ class StateDB:
                 conversation_id,
             ),
         )
+        self._conversations.pop(conversation_id, None)
         return self.get_conversation(conversation_id)
 
     def delete_conversation(self, conversation_id: str) -> None:
         cursor = self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+        self._conversations.pop(conversation_id, None)
         if cursor.rowcount == 0:
             raise ConversationNotFound(conversation_id)
 
@@ -190,12 +208,35 @@ class StateDB:
     # --- audit ---------------------------------------------------------------------------
 
     def record(self, entry: AuditEntry) -> None:
-        self._db.execute(
-            "INSERT INTO audit (time, conversation_id, turn_id, call_id, server, tool, name, "
-            "arguments_digest, decision, decided_by, reason, duration_ms, reply_bytes, is_error) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        """Add ``entry`` to the audit log: now, or by the audit writer once it runs."""
+        self._audit_pending.append((time.time(), entry))
+        if self._audit_wake is None:
+            self.flush_audit()
+        else:
+            self._audit_wake.set()
+
+    async def run_audit_writer(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Write recorded entries in batches until cancelled, then write what is left."""
+        try:
+            self._audit_wake = anyio.Event()
+            task_status.started()
+            while True:
+                await self._audit_wake.wait()
+                self._audit_wake = anyio.Event()
+                self.flush_audit()
+        finally:
+            self._audit_wake = None
+            self.flush_audit()
+
+    def flush_audit(self) -> None:
+        pending, self._audit_pending = self._audit_pending, []
+        if not pending:
+            return
+        rows = [
             (
-                now_iso(),
+                now_iso(stamp),
                 entry.conversation_id,
                 entry.turn_id,
                 entry.call_id,
@@ -209,10 +250,24 @@ class StateDB:
                 entry.duration_ms,
                 entry.reply_bytes,
                 None if entry.is_error is None else int(entry.is_error),
-            ),
-        )
+            )
+            for stamp, entry in pending
+        ]
+        self._db.execute("BEGIN")  # one transaction for the batch
+        try:
+            self._db.executemany(
+                "INSERT INTO audit (time, conversation_id, turn_id, call_id, server, tool, name, "
+                "arguments_digest, decision, decided_by, reason, duration_ms, reply_bytes, "
+                "is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def audit(self, conversation_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        self.flush_audit()
         query = "SELECT * FROM audit"
         args: tuple[Any, ...] = ()
         if conversation_id is not None:
