@@ -34,6 +34,8 @@ class Redactor:
         return text
 
     def redact_value(self, value: object) -> object:
+        if not self._secrets:
+            return value  # nothing to hide: no copy (every tool reply passes through here)
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, dict):

@@ -18,7 +18,7 @@ import mcp_types as types
 import msgspec
 from mcp import ClientSession, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from meworkd.approvals import Approvals, CallContext, Decision
 from meworkd.errors import MeworkError, ServerUnavailable, TurnNotFound
@@ -64,6 +64,21 @@ def strip_meta(value: Any) -> Any:
     if isinstance(value, list):
         return [strip_meta(v) for v in value]
     return value
+
+
+class _RawResult(BaseModel):
+    """A tools/call result as the server sent it (every member kept, as is).
+
+    The SDK checks the result against the negotiated revision's schema before handing it over;
+    taking it raw skips building a CallToolResult only to dump it back to a dict (bench B1).
+    What this module relies on is checked again in ``_send``, whatever the revision.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _NotAToolResult(Exception):
+    """The server's reply to tools/call does not have the shape of a tool result."""
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -341,7 +356,7 @@ class Turns:
             return _error_result(self._explain(exc, binding.server, config))
         except ServerUnavailable as exc:
             return _error_result(f"The MCP server {binding.server} is unavailable: {exc.message}")
-        except ValidationError:
+        except (ValidationError, _NotAToolResult):
             # The reply is not a CallToolResult at all (e.g. content is not a list).
             return _error_result(
                 f"The MCP server {binding.server} sent a reply that is not a valid tool result."
@@ -383,16 +398,26 @@ class Turns:
                 types.CallToolRequest(
                     params=types.CallToolRequestParams(name=binding.tool, arguments=arguments)
                 ),
-                types.CallToolResult,
+                _RawResult,
                 progress_callback=progress,
             )
         if watchdog.cancelled_caught:
             raise MCPError(REQUEST_TIMEOUT, f"timed out after {config.timeout:g} s")
-        raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        out: dict[str, Any] = {"content": strip_meta(raw.get("content", []))}
-        if raw.get("structuredContent") is not None:
-            out["structuredContent"] = raw["structuredContent"]
-        out["isError"] = bool(raw.get("isError", False))
+        raw = result.model_extra or {}
+        content = raw.get("content", [])
+        structured = raw.get("structuredContent")
+        is_error = raw.get("isError", False)
+        if (
+            not isinstance(content, list)
+            or not all(isinstance(block, dict) and "type" in block for block in content)
+            or not isinstance(structured, dict | None)
+            or not isinstance(is_error, bool | None)
+        ):
+            raise _NotAToolResult
+        out: dict[str, Any] = {"content": strip_meta(content)}
+        if structured is not None:
+            out["structuredContent"] = structured
+        out["isError"] = bool(is_error)
         return out
 
     @staticmethod
