@@ -57,6 +57,7 @@ from mework_client import Client
 from mework_client.aio import AsyncClient, connect
 
 MCPUSE_PYTHON = BENCH / ".venv-mcpuse" / "bin" / "python"
+RELAY = str(BENCH / "servers" / "relay.py")
 N_SERVERS = 10  # B2/B3: servers per conversation
 EXTRA_TOOLS = 19  # + echo = 20 tools per server
 
@@ -222,6 +223,15 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
         return lat
 
     async with AsyncExitStack() as stack:
+        # B1f: the floor relay (bench/servers/relay.py), called with the same client library.
+        relay_dir = short_tmpdir("mwr-")
+        stack.callback(remove_tree, relay_dir)
+        relay_sock = relay_dir / "relay.sock"
+        relay = popen([PYTHON, RELAY, str(relay_sock), PYTHON, MINIMAL], stdout=subprocess.PIPE)
+        stack.callback(relay.terminate)
+        assert relay.stdout is not None
+        await anyio.to_thread.run_sync(relay.stdout.readline)
+        relay_client = await stack.enter_async_context(connect(relay_sock))
         read, write = await stack.enter_async_context(stdio_client(stdio_params()))
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
@@ -244,7 +254,16 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
             assert peer is not None
             return list((await peer.ask(cmd="b1_block", n=n))["lat"])
 
-        runners: list[Callable[[int], Awaitable[list[float]]]] = [mework, sdk, mework_sync]
+        async def floor(_r: int) -> list[float]:
+            lat = []
+            for _ in range(n):
+                t = time.perf_counter()
+                r = await relay_client.call("turns.callTool", params)
+                lat.append(time.perf_counter() - t)
+            assert r["content"][0]["text"] == "x", r
+            return lat
+
+        runners: list[Callable[[int], Awaitable[list[float]]]] = [mework, sdk, mework_sync, floor]
         if peer is not None:
             await peer.ask(cmd="b1_open", command=PYTHON, args=[MINIMAL])
             runners.append(mcpuse)
@@ -252,7 +271,7 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
             await run(-1)
         samples = await interleave(sz.b1_blocks, runners)
     sync_client.close()
-    m, s, ms = samples[0], samples[1], samples[2]
+    m, s, ms, f = samples[0], samples[1], samples[2], samples[3]
     total = len(m)
     details: dict[str, Any] = {
         "calls_each": total,
@@ -260,6 +279,7 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
         "meworkd_ms": {"median": median(m) * 1e3, "p95": pct(m, 0.95) * 1e3},
         "sdk_ms": {"median": median(s) * 1e3, "p95": pct(s, 0.95) * 1e3},
         "meworkd_sync_client_ms": {"median": median(ms) * 1e3, "p95": pct(ms, 0.95) * 1e3},
+        "floor_relay_ms": {"median": median(f) * 1e3, "p95": pct(f, 0.95) * 1e3},
         "cpu_us_per_call": {
             "meworkd": {
                 "client": cpu["m.0"] / total * 1e6,
@@ -299,9 +319,20 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
             f"bare SDK {median(s) * 1e3:.3f} ms",
             {},
         ),
+        row(
+            "B1f",
+            "floor: a bare relay around the SDK, same client (info)",
+            median(f) / median(s),
+            None,
+            "<=",
+            "x",
+            f"relay {median(f) * 1e3:.3f} ms",
+            f"bare SDK {median(s) * 1e3:.3f} ms",
+            {},
+        ),
     ]
     if peer is not None:
-        u = samples[3]
+        u = samples[4]
         details["mcpuse_ms"] = {"median": median(u) * 1e3, "p95": pct(u, 0.95) * 1e3}
         rows.append(
             row(
