@@ -1,5 +1,5 @@
-"""mework_client.aio against the real daemon: replies split over many reads, and events that
-nobody reads never stop the replies."""
+"""mework_client.aio against the real daemon: replies split over many reads, events that nobody
+reads never stop the replies, concurrent and cancelled calls on one connection."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import anyio
 import pytest
 from mework_client.aio import connect
 
-from tests.daemon_helpers import PY, start_daemon
+from tests.daemon_helpers import (
+    PY,
+    begin_turn,
+    call_tool,
+    kitchen,
+    start_daemon,
+    text_of,
+    wait_event,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -33,3 +41,47 @@ async def test_events_nobody_reads_do_not_stop_replies(short_tmp: Path) -> None:
             listed = await c.call("servers.list")
         assert len(listed["servers"]) == 20
         assert not c.closed.is_set()
+
+
+async def test_many_concurrent_calls_on_one_connection(short_tmp: Path) -> None:
+    async with start_daemon(short_tmp, {}) as (_d, sock), connect(sock) as c:
+        results: dict[int, object] = {}
+
+        async def one(i: int) -> None:
+            results[i] = (await c.call("daemon.status"))["pid"]
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(one, i)
+        assert len(results) == 50
+
+
+async def test_a_cancelled_call_does_not_stall_the_others(short_tmp: Path) -> None:
+    """A call cancelled while another waits on the same connection: the other still gets its
+    reply (whoever reads the socket, a cancellation must not leave replies unread)."""
+    async with (
+        start_daemon(short_tmp, {"k": kitchen()}) as (_d, sock),
+        connect(sock) as c,
+        connect(sock) as watcher,
+    ):
+        await watcher.subscribe(["turn.progress"])
+        turn = await begin_turn(c, ["k"])
+        outcome: dict[str, object] = {}
+
+        async def slow(key: str, seconds: float, scope: anyio.CancelScope) -> None:
+            with scope:
+                result = await call_tool(c, turn, "k", "slow", {"seconds": seconds})
+                outcome[key] = text_of(result)
+
+        first = anyio.CancelScope()
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow, "first", 60, first)
+                # Both calls are running on the server (they report progress as they start).
+                await wait_event(watcher, "turn.progress")
+                tg.start_soon(slow, "second", 1, anyio.CancelScope())
+                await wait_event(watcher, "turn.progress")
+                first.cancel()
+        assert "first" not in outcome
+        assert outcome["second"] == "slept"
