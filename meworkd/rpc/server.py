@@ -1,4 +1,4 @@
-"""The Unix-socket listener: per connection one reader, one writer and a task per request.
+"""The Unix-socket listener: per connection one reader, one writer and workers for requests.
 
 Requests on one connection run concurrently; replies and events go out in whole lines, in order
 (straight to the socket when it takes them, else through the connection's writer). A peer of
@@ -15,6 +15,7 @@ import anyio
 import anyio.lowlevel
 import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from meworkd.events import EventBus, Subscription
 from meworkd.log import get_logger
@@ -228,19 +229,21 @@ class RpcServer:
             self.connections -= 1
 
     async def _serve_connection(self, stream: SocketStream) -> None:
+        jobs_send, jobs_receive = anyio.create_memory_object_stream[bytes]()
         async with anyio.create_task_group() as outer:
             requests = anyio.create_task_group()
             conn = Connection(stream, requests, self._bus)
             outer.start_soon(conn.run_writer)
             try:
-                async with requests:
+                async with jobs_receive, requests:
                     self._request_scopes.add(requests.cancel_scope)
                     with anyio.CancelScope() as reading:
                         self._readers.add(reading)
                         if self._stopping:
                             reading.cancel()
                         try:
-                            await self._read(stream, conn, requests)
+                            with jobs_send:  # closed: idle workers end
+                                await self._read(stream, conn, requests, jobs_send, jobs_receive)
                         finally:
                             self._readers.discard(reading)
                             conn.close()
@@ -252,11 +255,17 @@ class RpcServer:
                 self._request_scopes.discard(requests.cancel_scope)
                 conn.end_writes()  # every request has answered: the writer drains and ends
 
-    async def _read(self, stream: SocketStream, conn: Connection, requests: TaskGroup) -> None:
+    async def _read(
+        self,
+        stream: SocketStream,
+        conn: Connection,
+        requests: TaskGroup,
+        jobs_send: MemoryObjectSendStream[bytes],
+        jobs_receive: MemoryObjectReceiveStream[bytes],
+    ) -> None:
         limiter = anyio.Semaphore(MAX_IN_FLIGHT)
         splitter = LineSplitter(self.max_line)
         sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
-        waited = True
         while True:
             # The raw socket after wait_readable, not stream.receive: on asyncio that one,
             # cancelled (at shutdown) just as data arrives, makes the loop report an
@@ -265,15 +274,11 @@ class RpcServer:
                 data = sock.recv(READ_CHUNK)
             except BlockingIOError:
                 await anyio.wait_readable(sock)
-                waited = True
                 continue
             except OSError:
                 return
             if not data:
                 return
-            if not waited:
-                await anyio.lowlevel.checkpoint()  # a peer that never pauses must not starve others
-            waited = False
             for line in splitter.feed(data):
                 if isinstance(line, Oversized):
                     await conn.send(
@@ -294,12 +299,37 @@ class RpcServer:
                     limiter.acquire_nowait()  # under the limit: no extra event-loop pass
                 except anyio.WouldBlock:
                     await limiter.acquire()
-                requests.start_soon(self._request, conn, line, limiter)
+                try:
+                    jobs_send.send_nowait(line)  # an idle worker of this connection takes it
+                except anyio.WouldBlock:
+                    requests.start_soon(self._work, conn, line, limiter, jobs_receive)
+            # The requests just handed over run before this reader waits for more (bench B1:
+            # setting up the wait is not on their way), and a peer that never pauses cannot
+            # starve the others.
+            await anyio.lowlevel.checkpoint()
 
-    async def _request(self, conn: Connection, line: bytes, limiter: anyio.Semaphore) -> None:
-        try:
-            reply = await self._dispatcher.handle_line(line, conn)
-            if reply is not None:
-                await conn.send(reply)
-        finally:
-            limiter.release()
+    async def _work(
+        self,
+        conn: Connection,
+        line: bytes,
+        limiter: anyio.Semaphore,
+        jobs: MemoryObjectReceiveStream[bytes],
+    ) -> None:
+        """Answer ``line``, then further lines of the connection, until it ends.
+
+        Workers are kept (at most one per request in flight at once, so at most
+        ``MAX_IN_FLIGHT``): waking an idle one costs much less than starting a task per
+        request (bench B1). Whatever a request binds in the context (the structlog context)
+        it resets on the way out.
+        """
+        while True:
+            try:
+                reply = await self._dispatcher.handle_line(line, conn)
+                if reply is not None:
+                    await conn.send(reply)
+            finally:
+                limiter.release()
+            try:
+                line = await jobs.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
