@@ -371,11 +371,17 @@ class Turns:
         arguments: dict[str, Any],
         call_id: str,
     ) -> dict[str, Any]:
-        watchdog = anyio.CancelScope(deadline=anyio.current_time() + config.timeout)
+        # A long-running server may take as long as it keeps reporting progress: a watchdog
+        # whose deadline each report moves. Any other call has the SDK's own request timeout
+        # (which also sends notifications/cancelled), a cancel scope less per call.
+        watchdog = (
+            anyio.CancelScope(deadline=anyio.current_time() + config.timeout)
+            if config.long_running
+            else None
+        )
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
-            if config.long_running:
-                # Long-running servers may take as long as they keep reporting progress.
+            if watchdog is not None:
                 watchdog.deadline = anyio.current_time() + config.timeout
             self._bus.publish(
                 "turn.progress",
@@ -391,18 +397,23 @@ class Turns:
                 },
             )
 
-        with watchdog:
-            # send_request, not call_tool: no client-side outputSchema validation (a
-            # mismatching reply is still the server's reply) and no implicit tools/list.
+        # send_request, not call_tool: no client-side outputSchema validation (a mismatching
+        # reply is still the server's reply) and no implicit tools/list.
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=binding.tool, arguments=arguments)
+        )
+        if watchdog is None:
             result = await client.send_request(
-                types.CallToolRequest(
-                    params=types.CallToolRequestParams(name=binding.tool, arguments=arguments)
-                ),
+                request,
                 _RawResult,
+                request_read_timeout_seconds=config.timeout,
                 progress_callback=progress,
             )
-        if watchdog.cancelled_caught:
-            raise MCPError(REQUEST_TIMEOUT, f"timed out after {config.timeout:g} s")
+        else:
+            with watchdog:
+                result = await client.send_request(request, _RawResult, progress_callback=progress)
+            if watchdog.cancelled_caught:
+                raise MCPError(REQUEST_TIMEOUT, f"timed out after {config.timeout:g} s")
         raw = result.model_extra or {}
         content = raw.get("content", [])
         structured = raw.get("structuredContent")
