@@ -24,6 +24,7 @@ from meworkd.errors import ConflictError, ConversationNotFound
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 
 SCHEMA_VERSION = 1
+AUDIT_BATCH_DELAY = 0.02  # seconds; also what a crash of the daemon may lose
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
@@ -216,14 +217,23 @@ class StateDB:
             self._audit_wake.set()
 
     async def run_audit_writer(
-        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        *,
+        batch_delay: float = AUDIT_BATCH_DELAY,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Write recorded entries in batches until cancelled, then write what is left."""
+        """Write recorded entries in batches until cancelled, then write what is left.
+
+        A batch is written ``batch_delay`` seconds after its first entry: one transaction for
+        all the calls of that moment instead of one per call.
+        """
         try:
             self._audit_wake = anyio.Event()
             task_status.started()
             while True:
                 await self._audit_wake.wait()
+                if batch_delay > 0:
+                    await anyio.sleep(batch_delay)
                 self._audit_wake = anyio.Event()
                 self.flush_audit()
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -47,7 +48,7 @@ async def test_the_writer_writes_batches_and_what_is_left_when_it_stops(tmp_path
     db = StateDB(tmp_path / "state.db")
     disk = StateDB(tmp_path / "state.db")
     async with anyio.create_task_group() as tg:
-        await tg.start(db.run_audit_writer)
+        await tg.start(partial(db.run_audit_writer, batch_delay=0))
         for i in range(50):  # recorded in one go, as many concurrent calls would
             db.record(entry(f"c{i}"))
         assert calls(disk) == []  # not yet: the call that recorded it has not yielded
