@@ -3,11 +3,13 @@ reads never stop the replies, concurrent and cancelled calls on one connection."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
 import pytest
-from mework_client.aio import connect
+from mework_client.aio import AsyncClient, _connect_stream, _connect_transport
 
 from tests.daemon_helpers import (
     PY,
@@ -21,8 +23,19 @@ from tests.daemon_helpers import (
 
 pytestmark = pytest.mark.anyio
 
+Connector = Callable[[Path], AbstractAsyncContextManager[AsyncClient]]
 
-async def test_a_reply_larger_than_many_reads_arrives_whole(short_tmp: Path) -> None:
+
+@pytest.fixture(params=["asyncio-transport", "socket-stream"])
+def connect(request: pytest.FixtureRequest) -> Connector:
+    """Both ways the client connects: an asyncio transport, or (any other backend) the socket
+    stream with a reader task. Tests run on asyncio, so the second one is chosen here."""
+    return _connect_transport if request.param == "asyncio-transport" else _connect_stream
+
+
+async def test_a_reply_larger_than_many_reads_arrives_whole(
+    short_tmp: Path, connect: Connector
+) -> None:
     note = "n" * (3 * 1024 * 1024 + 7)  # kept as an unknown key; several 256 KiB reads
     async with start_daemon(short_tmp, {}) as (_d, sock), connect(sock) as c:
         await c.call("servers.add", {"name": "s", "server": {"command": PY, "x-note": note}})
@@ -31,7 +44,7 @@ async def test_a_reply_larger_than_many_reads_arrives_whole(short_tmp: Path) -> 
         assert (await c.call("daemon.status"))["pid"] > 0
 
 
-async def test_events_nobody_reads_do_not_stop_replies(short_tmp: Path) -> None:
+async def test_events_nobody_reads_do_not_stop_replies(short_tmp: Path, connect: Connector) -> None:
     async with start_daemon(short_tmp, {}) as (_d, sock), connect(sock) as c:
         await c.subscribe()
         c.event_stream.close()  # the frontend stopped listening but keeps calling
@@ -43,7 +56,7 @@ async def test_events_nobody_reads_do_not_stop_replies(short_tmp: Path) -> None:
         assert not c.closed.is_set()
 
 
-async def test_many_concurrent_calls_on_one_connection(short_tmp: Path) -> None:
+async def test_many_concurrent_calls_on_one_connection(short_tmp: Path, connect: Connector) -> None:
     async with start_daemon(short_tmp, {}) as (_d, sock), connect(sock) as c:
         results: dict[int, object] = {}
 
@@ -57,7 +70,9 @@ async def test_many_concurrent_calls_on_one_connection(short_tmp: Path) -> None:
         assert len(results) == 50
 
 
-async def test_a_cancelled_call_does_not_stall_the_others(short_tmp: Path) -> None:
+async def test_a_cancelled_call_does_not_stall_the_others(
+    short_tmp: Path, connect: Connector
+) -> None:
     """A call cancelled while another waits on the same connection: the other still gets its
     reply (whoever reads the socket, a cancellation must not leave replies unread)."""
     async with (
@@ -85,3 +100,15 @@ async def test_a_cancelled_call_does_not_stall_the_others(short_tmp: Path) -> No
                 first.cancel()
         assert "first" not in outcome
         assert outcome["second"] == "slept"
+
+
+async def test_after_the_daemon_closes_the_connection_calls_fail_at_once(
+    short_tmp: Path, connect: Connector
+) -> None:
+    async with start_daemon(short_tmp, {}) as (daemon, sock), connect(sock) as c:
+        await c.call("daemon.status")
+        daemon.request_shutdown()
+        with anyio.fail_after(10):
+            await c.closed.wait()
+            with pytest.raises(ConnectionError):
+                await c.call("daemon.status")
