@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
+import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
@@ -227,6 +228,9 @@ class _PipeReader:
             return None
         if not line.strip():
             return None
+        response = _plain_response(line)
+        if response is not None:
+            return SessionMessage(response)
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
@@ -258,6 +262,31 @@ class _PipeReader:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
+
+
+def _plain_response(line: bytes) -> types.JSONRPCResponse | None:
+    """The line as a JSON-RPC response if it plainly is one, else None (pydantic decides).
+
+    Exactly ``jsonrpc`` "2.0", an ``id`` that is an int or a string and a ``result`` object:
+    what JSONRPCResponse accepts, and no other member of the message union could. Most of what
+    a server sends is that; checking it here costs a fraction of validating the union (bench
+    B1). The result itself is checked by the SDK against the negotiated revision's schema.
+    """
+    try:
+        data = msgspec.json.decode(line)
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    if (
+        isinstance(data, dict)
+        and len(data) == 3
+        and data.get("jsonrpc") == "2.0"
+        and type(data.get("id")) in (int, str)
+        and isinstance(data.get("result"), dict)
+    ):
+        return types.JSONRPCResponse.model_construct(
+            jsonrpc="2.0", id=data["id"], result=data["result"]
+        )
+    return None
 
 
 class _PipeWriter:
