@@ -55,7 +55,6 @@ class Connection:
     """
 
     def __init__(self, stream: SocketStream, tasks: TaskGroup, bus: EventBus) -> None:
-        self._stream = stream
         self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
         self._outbox, self._queue = anyio.create_memory_object_stream[bytes](OUTBOX)
         self._queued = 0  # chunks handed to the outbox and not yet written
@@ -108,10 +107,22 @@ class Connection:
                     size += len(more)
                 if not self._broken:
                     try:
-                        await self._stream.send(b"".join(batch))
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        await self._write_all(b"".join(batch))
+                    except OSError:
                         self._broken = True  # keep draining so no sender waits on a dead peer
                 self._queued -= len(batch)
+
+    async def _write_all(self, data: bytes) -> None:
+        # wait_writable + send rather than the stream's send, for the reason given in
+        # RpcServer._read (anyio's readiness future and cancellation).
+        view = memoryview(data)
+        while view:
+            try:
+                written = self._sock.send(view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._sock)
+                continue
+            view = view[written:]
 
     def end_writes(self) -> None:
         """No more lines will be sent: the writer ends once it has written the queue."""
