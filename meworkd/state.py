@@ -20,11 +20,14 @@ import anyio
 from anyio.abc import TaskStatus
 
 from meworkd.errors import ConflictError, ConversationNotFound
+from meworkd.log import get_logger
 
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 
 SCHEMA_VERSION = 1
 AUDIT_BATCH_DELAY = 0.02  # seconds; also what a crash of the daemon may lose
+
+log = get_logger("meworkd.state")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
@@ -235,10 +238,18 @@ class StateDB:
                 if batch_delay > 0:
                     await anyio.sleep(batch_delay)
                 self._audit_wake = anyio.Event()
-                self.flush_audit()
+                self._flush_audit_or_log()
         finally:
             self._audit_wake = None
+            self._flush_audit_or_log()
+
+    def _flush_audit_or_log(self) -> None:
+        # A failing write (disk full, a damaged database) costs that batch, not the daemon.
+        count = len(self._audit_pending)
+        try:
             self.flush_audit()
+        except sqlite3.Error as exc:
+            log.error("audit.write_failed", entries=count, error=str(exc))
 
     def flush_audit(self) -> None:
         pending, self._audit_pending = self._audit_pending, []

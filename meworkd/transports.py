@@ -211,10 +211,12 @@ class _PipeReader:
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive(PIPE_READ_CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._ended = True
-                continue
-            except OSError:
+            except (
+                anyio.EndOfStream,
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+            ):
                 self._ended = True
                 continue
             self._lines.extend(self._splitter.feed(chunk))

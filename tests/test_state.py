@@ -93,3 +93,17 @@ async def test_the_conversation_cache_follows_every_change(tmp_path: Path) -> No
     with pytest.raises(ConversationNotFound):
         db.get_conversation("c1")
     assert conv.id == "c1"
+
+
+async def test_a_failing_audit_write_costs_the_batch_not_the_writer(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "state.db")
+    async with anyio.create_task_group() as tg:
+        await tg.start(partial(db.run_audit_writer, batch_delay=0))
+        db._db.execute("PRAGMA query_only = ON")  # fault injection: every write fails now
+        db.record(entry("lost"))
+        await anyio.lowlevel.checkpoint()  # the writer's turn: it fails and carries on
+        db._db.execute("PRAGMA query_only = OFF")
+        db.record(entry("kept"))
+        await anyio.lowlevel.checkpoint()
+        assert calls(StateDB(tmp_path / "state.db")) == ["kept"]
+        tg.cancel_scope.cancel()
