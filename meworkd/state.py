@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 
 from meworkd.errors import ConflictError, ConversationNotFound
@@ -173,8 +174,9 @@ class StateDB:
         *,
         mcp_servers: list[str] | None = None,
         approval_level: str | None = None,
-        preset: str | None = None,
+        preset: str | msgspec.UnsetType | None = msgspec.UNSET,
     ) -> Conversation:
+        """Change what is given; ``preset`` None clears the label, UNSET keeps it."""
         current = self.get_conversation(conversation_id)
         self._db.execute(
             "UPDATE conversations SET mcp_servers = ?, approval_level = ?, preset = ?, "
@@ -182,7 +184,7 @@ class StateDB:
             (
                 json.dumps(list(current.mcp_servers) if mcp_servers is None else mcp_servers),
                 approval_level or current.approval_level,
-                preset if preset is not None else current.preset,
+                current.preset if preset is msgspec.UNSET else preset,
                 now_iso(),
                 conversation_id,
             ),

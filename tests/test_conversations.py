@@ -136,6 +136,35 @@ async def test_delete_closes_its_sessions(mw: Harness) -> None:
     assert (await mw.call("daemon.status"))["sessions"] == 1
 
 
+async def test_update_switches_to_a_preset_or_detaches_it(mw: Harness) -> None:
+    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.call(
+        "presets.set",
+        {"name": "research", "preset": {"mcpServers": ["k"], "approvalLevel": "plan"}},
+    )
+    conv = await mw.call("conversations.create", {"mcpServers": ["other"]})
+    # Switching to a preset applies it, as conversations.create does.
+    conv = await mw.call("conversations.update", {"id": conv["id"], "preset": "research"})
+    assert (conv["mcpServers"], conv["approvalLevel"], conv["preset"]) == (
+        ["k"],
+        "plan",
+        "research",
+    )
+    # Leaving preset out keeps it; explicit fields change only themselves.
+    conv = await mw.call("conversations.update", {"id": conv["id"], "approvalLevel": "full_access"})
+    assert (conv["approvalLevel"], conv["preset"]) == ("full_access", "research")
+    # null detaches the preset and keeps the selection and level it gave.
+    conv = await mw.call("conversations.update", {"id": conv["id"], "preset": None})
+    assert (conv["mcpServers"], conv["approvalLevel"], conv["preset"]) == (
+        ["k"],
+        "full_access",
+        None,
+    )
+    assert (await mw.call("conversations.get", {"id": conv["id"]}))["preset"] is None
+    err = await rpc_error(mw.call("conversations.update", {"id": conv["id"], "preset": "nope"}))
+    assert err.kind == "preset_not_found"
+
+
 async def test_selections_survive_a_restart(mw: Harness) -> None:
     await mw.start(document({"k": kitchen(), "other": kitchen()}))
     await mw.call("presets.set", {"name": "p", "preset": {"mcpServers": ["other", "k"]}})

@@ -109,7 +109,7 @@ class UpdateConversationParams(_Params):
     id: str
     mcp_servers: list[str] | None = None
     approval_level: ApprovalLevel | None = None
-    preset: str | None = None
+    preset: str | msgspec.UnsetType | None = msgspec.UNSET  # null: detach the preset
 
 
 class BeginParams(_Params):
@@ -384,17 +384,24 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
         if unknown:
             raise ServerNotFound(unknown[0])
 
+    def apply_preset(
+        name: str, servers: list[str] | None, level: ApprovalLevel | None
+    ) -> tuple[list[str] | None, ApprovalLevel | None]:
+        """A preset's selection and level, where the request does not give its own."""
+        preset = store.settings.presets.get(name)
+        if preset is None:
+            raise PresetNotFound(name)
+        return (list(preset.mcp_servers) if servers is None else servers), (
+            level or preset.approval_level
+        )
+
     @table.add("conversations.create", CreateConversationParams)
     async def conversations_create(
         _conn: Connection, p: CreateConversationParams
     ) -> dict[str, Any]:
         servers, level = p.mcp_servers, p.approval_level
         if p.preset is not None:
-            preset = store.settings.presets.get(p.preset)
-            if preset is None:
-                raise PresetNotFound(p.preset)
-            servers = list(preset.mcp_servers) if servers is None else servers
-            level = level or preset.approval_level
+            servers, level = apply_preset(p.preset, servers, level)
         check_selection(servers)
         conv = daemon.state.create_conversation(
             p.id, servers or [], level or "request_approval", p.preset
@@ -413,13 +420,16 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     async def conversations_update(
         _conn: Connection, p: UpdateConversationParams
     ) -> dict[str, Any]:
-        check_selection(p.mcp_servers)
+        servers, level = p.mcp_servers, p.approval_level
+        if isinstance(p.preset, str):  # switch to a preset, as conversations.create applies one
+            servers, level = apply_preset(p.preset, servers, level)
+        check_selection(servers)
         conv = daemon.state.update_conversation(
-            p.id, mcp_servers=p.mcp_servers, approval_level=p.approval_level, preset=p.preset
+            p.id, mcp_servers=servers, approval_level=level, preset=p.preset
         )
-        if p.mcp_servers is not None:
+        if servers is not None:
             dropped = {s.server for s in daemon.pool.sessions if s.conversation == p.id} - set(
-                p.mcp_servers
+                servers
             )
             daemon.pool.retire(lambda s: s.conversation == p.id and s.server in dropped)
         return conv.as_dict()
