@@ -64,7 +64,9 @@ class Daemon:
         self._turns: Turns | None = None
         self.started_at = time.monotonic()
         self.methods = build_methods(self)
-        self.rpc = RpcServer(Dispatcher(self.methods), self.bus)
+        self.rpc = RpcServer(
+            Dispatcher(self.methods), self.bus, redact_events=self.redactor.redact_value
+        )
         self._stop = anyio.Event()
         self._notifier = systemd.Notifier()
 

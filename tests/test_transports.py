@@ -297,12 +297,16 @@ async def test_stderr_flood_cannot_grow_the_daemon(short_tmp: Path) -> None:
 
 async def test_secrets_are_redacted_in_logs_events_and_test_output(short_tmp: Path) -> None:
     secret = "canary-XYZ-" + CANARY
-    servers = {"e": envdump("--stderr-env", "TOKEN", env={"TOKEN": secret})}
+    servers = {"e": envdump("--stderr-env", "TOKEN", env={"TOKEN": secret}), "k": kitchen()}
     async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
-        await c.subscribe(["server.log"])
-        turn = await begin_turn(c, ["e"])
+        await c.subscribe(["server.log", "turn.progress"])
+        turn = await begin_turn(c, ["e", "k"])
         event = await wait_event(c, "server.log", lambda d: "TOKEN" in d["line"])
         assert event["line"] == "envdump: TOKEN=[redacted]"
+        # A server's own text in any event (here a progress message) is redacted too.
+        await call_tool(c, turn, "k", "progress", {"steps": 1, "message": f"using {secret}"})
+        progress = await wait_event(c, "turn.progress", lambda d: d["server"] == "k")
+        assert progress["message"] == "using [redacted]"
         logs = await c.call("servers.logs", {"name": "e"})
         assert "envdump: TOKEN=[redacted]" in [entry["line"] for entry in logs["lines"]]
         tested = await c.call("servers.test", {"name": "e"})

@@ -9,7 +9,7 @@ reply and, for a stream that is not JSON-RPC at all, a closed connection.
 import os
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import anyio
 import anyio.lowlevel
@@ -44,6 +44,10 @@ def peer_uid(stream: SocketStream) -> int | None:
     return int(uid)
 
 
+def _as_is(value: object) -> object:
+    return value
+
+
 class Connection:
     """One frontend's connection, the context every method receives.
 
@@ -54,8 +58,15 @@ class Connection:
     every reply and lets work that follows a reply (the audit record) run after it has left.
     """
 
-    def __init__(self, stream: SocketStream, tasks: TaskGroup, bus: EventBus) -> None:
+    def __init__(
+        self,
+        stream: SocketStream,
+        tasks: TaskGroup,
+        bus: EventBus,
+        redact: Callable[[object], object] = _as_is,
+    ) -> None:
         self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        self._redact = redact
         self._outbox, self._queue = anyio.create_memory_object_stream[bytes](OUTBOX)
         self._queued = 0  # chunks handed to the outbox and not yet written
         self._broken = False
@@ -141,12 +152,15 @@ class Connection:
     async def _forward(self, sub: Subscription) -> None:
         with sub:
             async for event in sub:
+                # Every event leaves through here: one place where a secret that a server put
+                # in its output (a progress message, a failure) is replaced, whatever the topic.
+                data = self._redact(event.data)
                 await self.send(
                     msgspec.json.encode(
                         {
                             "jsonrpc": "2.0",
                             "method": "event",
-                            "params": {"topic": event.topic, "data": event.data},
+                            "params": {"topic": event.topic, "data": data},
                         }
                     )
                 )
@@ -174,9 +188,11 @@ class RpcServer:
         dispatcher: Dispatcher[Connection],
         bus: EventBus,
         max_line: int = DEFAULT_MAX_LINE,
+        redact_events: Callable[[object], object] = _as_is,
     ) -> None:
         self._dispatcher = dispatcher
         self._bus = bus
+        self._redact_events = redact_events
         self.max_line = max_line
         self.connections = 0
         self._stopping = False
@@ -243,7 +259,7 @@ class RpcServer:
         jobs_send, jobs_receive = anyio.create_memory_object_stream[bytes]()
         async with anyio.create_task_group() as outer:
             requests = anyio.create_task_group()
-            conn = Connection(stream, requests, self._bus)
+            conn = Connection(stream, requests, self._bus, self._redact_events)
             outer.start_soon(conn.run_writer)
             try:
                 async with jobs_receive, requests:

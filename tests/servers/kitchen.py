@@ -280,7 +280,8 @@ async def serve(args: argparse.Namespace) -> None:
             for i in range(steps):
                 if i:
                     await anyio.sleep(interval)
-                await ctx.session.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+                message = a.get("message") or f"step {i + 1}/{steps}"
+                await ctx.session.report_progress(i + 1, steps, message)
             return text("done")
         if name == "die":
             err("kitchen: dying")
