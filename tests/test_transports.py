@@ -316,3 +316,17 @@ async def test_secrets_are_redacted_in_logs_events_and_test_output(short_tmp: Pa
         shown = await c.call("servers.get", {"name": "e"})
         for value in (logs, tested, reply, shown):
             assert secret not in json.dumps(value)
+
+
+async def test_server_info_quoting_a_secret_is_recorded_redacted(short_tmp: Path) -> None:
+    """The serverInfo a test records (shown by servers.list and servers.get) is server text."""
+    secret = "canary-INFO-" + CANARY
+    # (The secret is in args here only to make the server quote it; args are the user's own.)
+    servers = {"k": kitchen("--version", secret, env={"TOKEN": secret})}
+    async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+        tested = await c.call("servers.test", {"name": "k"})
+        assert tested["serverInfo"]["version"] == "[redacted]"
+        (listed,) = (await c.call("servers.list"))["servers"]
+        shown = await c.call("servers.get", {"name": "k"})
+        for info in (listed["serverInfo"], shown["serverInfo"], shown["server"]["serverInfo"]):
+            assert info["version"] == "[redacted]"

@@ -335,10 +335,13 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
     async def servers_test(_conn: Connection, p: NameParams) -> dict[str, Any]:
         config = daemon.pool.config_for(p.name)
         result = await test_connection(daemon.pool, p.name, config)
-        if result["ok"]:
-            info = result["serverInfo"]
+        # Server-sourced text may quote a secret: redacted for the reply and for the settings
+        # file alike (the recorded serverInfo shows in servers.list).
+        redacted: dict[str, Any] = daemon.redactor.redact_value(result)  # type: ignore[assignment]
+        if redacted["ok"]:
+            info = redacted["serverInfo"]
             await store.mutate(lambda doc: registry.record_server_info(doc, p.name, info))
-        return daemon.redactor.redact_value(result)  # type: ignore[return-value]
+        return redacted
 
     @table.add("servers.logs", LogsParams)
     async def servers_logs(_conn: Connection, p: LogsParams) -> dict[str, Any]:
