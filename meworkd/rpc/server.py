@@ -6,6 +6,7 @@ another uid is refused. Nothing a client sends can end the daemon: the worst it 
 reply and, for a stream that is not JSON-RPC at all, a closed connection.
 """
 
+import contextlib
 import os
 import socket
 import struct
@@ -338,25 +339,30 @@ class RpcServer:
     async def _work(
         self,
         conn: Connection,
-        line: bytes,
+        first: bytes,
         limiter: anyio.Semaphore,
         jobs: MemoryObjectReceiveStream[bytes],
     ) -> None:
-        """Answer ``line``, then further lines of the connection, until it ends.
+        """Answer ``first``, then further lines of the connection, until it ends.
 
         Workers are kept (at most one per request in flight at once, so at most
         ``MAX_IN_FLIGHT``): waking an idle one costs much less than starting a task per
         request (bench B1). Whatever a request binds in the context (the structlog context)
-        it resets on the way out.
+        it resets on the way out, and an idle worker holds no request or reply (either may be
+        megabytes).
         """
-        while True:
+        line: bytes | None = first
+        del first
+        while line is not None:
             try:
-                reply = await self._dispatcher.handle_line(line, conn)
-                if reply is not None:
-                    await conn.send(reply)
+                await self._answer(conn, line)
             finally:
                 limiter.release()
-            try:
+            line = None
+            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
                 line = await jobs.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                return
+
+    async def _answer(self, conn: Connection, line: bytes) -> None:
+        reply = await self._dispatcher.handle_line(line, conn)
+        if reply is not None:
+            await conn.send(reply)
