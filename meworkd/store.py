@@ -77,6 +77,15 @@ def _exchange(a: Path, b: Path) -> None:
         raise OSError(err, os.strerror(err), str(b))
 
 
+def _create(tmp: Path, path: Path) -> bool:
+    """Give ``tmp`` the name ``path`` unless something else has it (then False)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    return True
+
+
 def _swap_in_if_unchanged(tmp: Path, path: Path, expect_digest: bytes) -> bool:
     """Put ``tmp`` in place of ``path`` unless ``path`` no longer holds ``expect_digest``.
 
@@ -88,11 +97,7 @@ def _swap_in_if_unchanged(tmp: Path, path: Path, expect_digest: bytes) -> bool:
         if _digest(path.read_bytes()) != expect_digest:
             return False  # cheap early answer; the swap below is what makes it safe
     except FileNotFoundError:
-        try:
-            os.link(tmp, path)  # deleted by hand: recreate it, but never over a newcomer
-        except FileExistsError:
-            return False
-        return True
+        return _create(tmp, path)  # deleted by hand: recreate it
     try:
         _exchange(tmp, path)
     except FileNotFoundError:
@@ -271,9 +276,7 @@ class SettingsStore:
                 self.before_rename(tmp)
             if exclusive:
                 # Another process may create the file at the same moment: never replace it then.
-                try:
-                    os.link(tmp, self.path)
-                except FileExistsError:
+                if not _create(tmp, self.path):
                     return False
             elif expect_digest is not None:
                 if not _swap_in_if_unchanged(tmp, self.path, expect_digest):

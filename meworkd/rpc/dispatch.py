@@ -7,7 +7,8 @@ exceptions become JSON-RPC errors, so no Python exception text ever reaches a cl
 A well-formed request for a registered method with named params (nearly every request) is
 answered here directly, with the same reply jsonrpcserver would give (tests/test_dispatch.py
 checks that); jsonrpcserver's pipeline costs about 80 us per request, mostly validating the
-envelope with jsonschema, which the fast check below does in about 1 us (bench/README.md, B1)."""
+envelope with jsonschema, which the fast check below does in about 1 us (bench/README.md, B1).
+"""
 
 import inspect
 import json
