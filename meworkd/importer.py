@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meworkd.errors import InvalidParams
+from meworkd.settings import keep_duplicates
 
 __all__ = ["ImportDocument", "parse_import"]
 
@@ -17,22 +18,6 @@ __all__ = ["ImportDocument", "parse_import"]
 _ENTRY_KEYS = frozenset({"command", "url", "type", "args"})
 # Keys of the shared format that meworkd reads; others are kept as they are.
 _VSCODE_ONLY = frozenset({"envFile", "inputs"})
-
-
-class _Object(dict[str, Any]):
-    """A JSON object that remembers which of its keys were repeated."""
-
-    duplicates: list[str]
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object()
-    obj.duplicates = []
-    for key, value in pairs:
-        if key in obj and key not in obj.duplicates:
-            obj.duplicates.append(key)
-        obj[key] = value
-    return obj
 
 
 @dataclass(slots=True)
@@ -46,7 +31,7 @@ class ImportDocument:
 def parse_import(text: str) -> ImportDocument:
     """Find the servers in ``text``; raise :class:`InvalidParams` if it is not usable JSON."""
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs)
+        doc = json.loads(text, object_pairs_hook=keep_duplicates)
     except json.JSONDecodeError as exc:
         raise InvalidParams(
             f"the document is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",

@@ -190,6 +190,49 @@ def decode_document(data: bytes) -> dict[str, Any]:
     return doc
 
 
+class KeyedObject(dict[str, Any]):
+    """A JSON object that remembers which of its keys the text repeated."""
+
+    duplicates: list[str]
+
+
+def keep_duplicates(pairs: list[tuple[str, Any]]) -> KeyedObject:
+    """``object_pairs_hook`` for ``json.loads``: a JSON parser silently keeps a repeated key's
+    last value; this also notes the key."""
+    obj = KeyedObject()
+    obj.duplicates = []
+    for key, value in pairs:
+        if key in obj and key not in obj.duplicates:
+            obj.duplicates.append(key)
+        obj[key] = value
+    return obj
+
+
+def duplicate_keys(data: bytes) -> list[str]:
+    """Where the JSON text repeats a key within one object, as messages naming the object.
+
+    For a document :func:`decode_document` accepted (so it parses and is not too deep). A
+    hand-edited file with a server defined twice would otherwise lose the first one silently.
+    """
+    found: list[str] = []
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, KeyedObject):
+            for key in value.duplicates:
+                found.append(
+                    f"{path or 'the top level'}: {key!r} appears more than once; only the last "
+                    "is used (and kept when meworkd next writes the file)"
+                )
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+
+    walk(json.loads(data, object_pairs_hook=keep_duplicates), "")
+    return found
+
+
 def too_deep_message() -> str:
     return f"the settings document nests values more than {MAX_DOCUMENT_DEPTH} levels deep"
 

@@ -9,6 +9,7 @@ do not count as edits.
 
 import copy
 import ctypes
+import dataclasses
 import errno
 import hashlib
 import os
@@ -33,6 +34,7 @@ from meworkd.settings import (
     check_depth,
     decode_document,
     diff_settings,
+    duplicate_keys,
     parse_settings,
 )
 
@@ -194,7 +196,10 @@ class SettingsStore:
             return None
         self._unreadable = None
         self._doc = doc
-        return self._install(parse_settings(doc, self._settings), source)
+        settings = parse_settings(doc, self._settings)
+        if repeated := duplicate_keys(data):
+            settings = dataclasses.replace(settings, errors=(*settings.errors, *repeated))
+        return self._install(settings, source)
 
     def _install(self, new: Settings, source: str) -> SettingsDiff:
         old, self._settings = self._settings, new

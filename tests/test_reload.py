@@ -166,6 +166,27 @@ async def test_a_hand_edit_of_unknown_keys_only_changes_no_server(short_tmp: Pat
         assert settings["document"]["note"] == 2
 
 
+async def test_a_server_defined_twice_by_hand_is_reported(short_tmp: Path) -> None:
+    """A JSON parser keeps the last of two equal keys; the user is told which one was dropped."""
+    env = make_env(short_tmp, document({"a": {"command": "a"}}))
+    async with daemon_and_client(env, topics=TOPICS) as (_daemon, client):
+        text = (
+            '{"assets": {"mcpServers": {"fs": {"command": "first"}, "a": {"command": "a"}, '
+            '"fs": {"command": "second"}}}}'
+        )
+        replace_atomically(env.settings, text)
+        events = await events_until(client, lambda t, _d: t == "settings.invalid")
+        (message,) = events[-1][1]["errors"]
+        assert message.startswith("assets.mcpServers: 'fs' appears more than once")
+        assert "only the last is used" in message
+        servers = await servers_by_name(client)
+        assert servers["fs"]["command"] == "second"
+        assert (await client.call("settings.get"))["errors"] == [message]
+        # meworkd's next write keeps the last one only, and the warning goes with it.
+        await client.call("servers.update", {"name": "a", "patch": {"args": ["1"]}})
+        assert (await client.call("settings.get"))["errors"] == []
+
+
 async def test_a_deleted_file_keeps_the_last_good_settings(short_tmp: Path) -> None:
     env = make_env(short_tmp, document({"a": {"command": "a"}}))
     async with daemon_and_client(env, topics=TOPICS) as (_daemon, client):

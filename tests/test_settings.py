@@ -12,6 +12,7 @@ from meworkd.settings import (
     canonical_type,
     decode_document,
     diff_settings,
+    duplicate_keys,
     expand,
     expand_server,
     masked_entry,
@@ -427,3 +428,17 @@ def test_masked_entry_hides_env_and_header_values_but_not_references() -> None:
     assert masked["x-unknown"] == "kept"
     assert list(masked) == list(raw)
     assert raw["env"]["A"] == "literal-secret"  # a copy
+
+
+def test_duplicate_keys_are_found_at_any_depth_with_their_place() -> None:
+    text = (
+        b'{"x": 1, "x": 2, "assets": {"mcpServers": {"s": {"env": {"K": "1", "K": "2"}}}},'
+        b' "hooks": {"PermissionRequest": [{"matcher": "a", "matcher": "b"}]}}'
+    )
+    found = duplicate_keys(text)
+    assert [m.split(":")[0] for m in found] == [
+        "the top level",
+        "assets.mcpServers.s.env",
+        "hooks.PermissionRequest[0]",
+    ]
+    assert duplicate_keys(b'{"a": {"b": 1}, "c": [1, {"d": 2}]}') == []
