@@ -64,7 +64,7 @@ class Connection:
         stream: SocketStream,
         tasks: TaskGroup,
         bus: EventBus,
-        redact: Callable[[object], object] = _as_is,
+        redact: Callable[[object], object],
     ) -> None:
         self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
         self._redact = redact
@@ -92,16 +92,13 @@ class Connection:
                 return
             data = data[written:]
         self._queued += 1
-        try:
-            # While the outbox has room, queue without the loop pass ``send`` always takes.
-            self._outbox.send_nowait(data)
-        except anyio.WouldBlock:
+        # A closed outbox: the connection is going away; the reply has nobody to go to.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             try:
+                # While the outbox has room, queue without the loop pass ``send`` always takes.
+                self._outbox.send_nowait(data)
+            except anyio.WouldBlock:
                 await self._outbox.send(data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # the connection is going away; the reply has nobody to go to
 
     async def run_writer(self) -> None:
         """Write what :meth:`send` queued until :meth:`end_writes` and the queue is empty."""
