@@ -1,78 +1,8 @@
-"""``meworkd``: parse the command line, set up logging, run the daemon."""
+"""``python -m meworkd`` and the ``meworkd`` console script: see :mod:`meworkd.app.main`."""
 
-import argparse
-import sys
-from pathlib import Path
-
-import anyio
-
-from meworkd import __version__
-from meworkd.daemon import Daemon
-from meworkd.instance import AlreadyRunning
-from meworkd.log import Redactor, configure_logging, get_logger
-from meworkd.paths import Paths
+from meworkd.app.main import main
 
 __all__ = ["main"]
 
-EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL: systemd's Restart=on-failure will not loop on it fast
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="meworkd",
-        description="The MCP host daemon of Mework: serves JSON-RPC on a local Unix socket.",
-    )
-    parser.add_argument(
-        "--settings",
-        type=Path,
-        help="settings document "
-        "(default: $MEWORK_SETTINGS or $XDG_CONFIG_HOME/mework/settings.json)",
-    )
-    parser.add_argument(
-        "--socket",
-        type=Path,
-        help="control socket (default: $MEWORK_SOCKET or $XDG_RUNTIME_DIR/mework/meworkd.sock)",
-    )
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        help="conversations, audit log and pid ledger (default: $XDG_STATE_HOME/mework)",
-    )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
-    parser.add_argument(
-        "--log-format",
-        default="json",
-        choices=["json", "console"],
-        help="json lines for journald (default) or a readable console format",
-    )
-    parser.add_argument("--version", action="version", version=f"meworkd {__version__}")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    redactor = Redactor()
-    configure_logging(args.log_level, args.log_format, redactor)
-    paths = Paths.resolve(args.settings, args.socket, args.state_dir)
-
-    async def run() -> None:
-        # anyio primitives need a running loop, so the daemon is built inside it.
-        await Daemon(paths, redactor=redactor).run()
-
-    try:
-        anyio.run(run)
-    except AlreadyRunning as exc:
-        print(f"meworkd: {exc}", file=sys.stderr)  # noqa: T201 - the one message a person reads
-        return EXIT_ALREADY_RUNNING
-    except KeyboardInterrupt:
-        return 0
-    except PermissionError as exc:
-        get_logger().error("daemon.permission_denied", error=str(exc))
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

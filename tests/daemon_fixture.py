@@ -37,9 +37,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from hypothesis import strategies as st
 from mework_client.aio import AsyncClient, connect
 
-from meworkd.daemon import Daemon
-from meworkd.paths import Paths
-from meworkd.rpc.framing import DEFAULT_MAX_LINE, LineSplitter, Oversized
+from meworkd.app.daemon import Daemon
+from meworkd.app.paths import Paths
+from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
 
 __all__ = [
     "DEFAULT_MAX_LINE",

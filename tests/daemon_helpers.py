@@ -35,8 +35,8 @@ import anyio
 import psutil
 from mework_client.aio import AsyncClient
 
-from meworkd.daemon import Daemon
-from meworkd.paths import Paths
+from meworkd.app.daemon import Daemon
+from meworkd.app.paths import Paths
 
 __all__ = [
     "ENVDUMP",

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from meworkd.daemon import Daemon
-from meworkd.events import TOPICS
-from meworkd.paths import Paths
+from meworkd.app.daemon import Daemon
+from meworkd.app.paths import Paths
+from meworkd.base.events import TOPICS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meworkd.errors import ConversationNotFound
+from meworkd.base.errors import ConversationNotFound
 from meworkd.rpc.dispatch import Dispatcher, MethodTable
 
 pytestmark = pytest.mark.anyio

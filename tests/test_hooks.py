@@ -11,7 +11,7 @@ import msgspec
 import psutil
 import pytest
 
-from meworkd.hooks import (
+from meworkd.core.approvals.hooks import (
     MAX_MESSAGE_CHARS,
     MAX_OUTPUT_BYTES,
     HookCommand,

@@ -9,8 +9,8 @@ import pytest
 from mework_client import RpcError
 from mework_client.aio import AsyncClient
 
-from meworkd.errors import InvalidParams
-from meworkd.importer import parse_import
+from meworkd.base.errors import InvalidParams
+from meworkd.settings.dialects import parse_import
 from tests.daemon_fixture import DaemonEnv, daemon_and_client, make_env, read_doc
 
 CLAUDE_DESKTOP = {

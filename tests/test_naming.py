@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from meworkd.naming import (
+from meworkd.core.catalog import (
     NAME_PATTERN,
     Collision,
     bind_names,

@@ -5,7 +5,7 @@ from typing import cast
 
 import pytest
 
-from meworkd.policy import (
+from meworkd.core.approvals.policy import (
     APPROVAL_LEVELS,
     REQUIRES_USER_INTERACTION_KEY,
     ApprovalLevel,

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient, connect
 
-from meworkd.procs import process_start_time
+from meworkd.mcp.ledger import process_start_time
 from tests.daemon_helpers import (
     KITCHEN,
     PY,

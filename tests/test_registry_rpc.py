@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from mework_client import Client, RpcError
 from mework_client.aio import AsyncClient
 
-from meworkd.daemon import Daemon
-from meworkd.events import TOPICS
+from meworkd.app.daemon import Daemon
+from meworkd.base.events import TOPICS
 from tests.daemon_fixture import (
     DaemonEnv,
     DocModel,

@@ -3,7 +3,7 @@ fallback to the last good definition, diffing, ${VAR} expansion and masking of s
 
 import pytest
 
-from meworkd.errors import InvalidSettings
+from meworkd.base.errors import InvalidSettings
 from meworkd.settings import (
     CONNECTION_FIELDS,
     ServerConfig,

@@ -9,8 +9,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from meworkd.errors import ConversationNotFound
-from meworkd.state import AuditEntry, StateDB
+from meworkd.base.errors import ConversationNotFound
+from meworkd.core.state import AuditEntry, StateDB
 
 pytestmark = pytest.mark.anyio
 

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meworkd import registry
-from meworkd import store as store_module
-from meworkd.errors import MeworkError, SettingsUnreadable
-from meworkd.events import EventBus, Subscription
+from meworkd.base.errors import MeworkError, SettingsUnreadable
+from meworkd.base.events import EventBus, Subscription
 from meworkd.settings import DEFAULT_DOCUMENT
-from meworkd.store import SettingsStore
+from meworkd.settings import edits as registry
+from meworkd.settings import store as store_module
+from meworkd.settings.store import SettingsStore
 from tests.daemon_fixture import (
     DocModel,
     assert_unknown_keys_survived,

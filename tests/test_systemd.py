@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mework_client.paths import default_socket_path
+from mework_protocol.address import default_socket_path
 
-from meworkd import systemd
+from meworkd.app import systemd
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICE_FILE = REPO / "systemd" / "meworkd.service"
@@ -324,7 +324,7 @@ _LAUNCHER = textwrap.dedent(
 _REPORT_FDS = textwrap.dedent(
     """
     import json, os
-    from meworkd.systemd import listen_fds
+    from meworkd.app.systemd import listen_fds
     socks = listen_fds()
     print(json.dumps({
         "fds": [s.fileno() for s in socks],
@@ -342,7 +342,7 @@ _REPORT_FDS = textwrap.dedent(
 _REPORT_UNIX = textwrap.dedent(
     """
     import json
-    from meworkd.systemd import listen_unix_socket
+    from meworkd.app.systemd import listen_unix_socket
     try:
         sock = listen_unix_socket()
     except ValueError as exc:
@@ -469,7 +469,7 @@ def test_listen_fds_rejects_a_non_socket() -> None:
         code = textwrap.dedent(
             """
             import json
-            from meworkd.systemd import listen_fds
+            from meworkd.app.systemd import listen_fds
             try:
                 listen_fds()
             except ValueError as exc:

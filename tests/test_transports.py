@@ -14,9 +14,10 @@ import psutil
 import pytest
 from mework_client.aio import connect
 
-from meworkd import __version__, serverlog
+from meworkd import __version__
+from meworkd.core import serverlogs as serverlog
+from meworkd.mcp.transports import HTTP_CONNECT_TIMEOUT, http_client_for
 from meworkd.settings import parse_server
-from meworkd.transports import HTTP_CONNECT_TIMEOUT, http_client_for
 from tests.daemon_helpers import (
     ENVDUMP,
     MODERN_ONLY,

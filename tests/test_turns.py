@@ -11,7 +11,7 @@ import anyio
 import msgspec
 import pytest
 
-from meworkd.naming import NAME_PATTERN, tool_name
+from meworkd.core.catalog import NAME_PATTERN, tool_name
 from tests.turn_helpers import (
     KITCHEN_TOOLS,
     PEERS,

@@ -33,9 +33,9 @@ from anyio.abc import TaskGroup, TaskStatus
 from mework_client import RpcError
 from mework_client.aio import AsyncClient, connect
 
-from meworkd.daemon import Daemon
-from meworkd.naming import NAME_PATTERN, tool_name
-from meworkd.paths import Paths
+from meworkd.app.daemon import Daemon
+from meworkd.app.paths import Paths
+from meworkd.core.catalog import NAME_PATTERN, tool_name
 
 __all__ = [
     "COUNTING",

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from mework_client.paths import default_socket_path
+from mework_protocol.address import default_socket_path
 
 __all__ = ["Client", "DaemonNotRunning", "RpcError", "default_socket_path"]
 

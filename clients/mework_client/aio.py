@@ -20,9 +20,9 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mework_protocol.address import default_socket_path
 
 from mework_client import DaemonNotRunning, RpcError
-from mework_client.paths import default_socket_path
 
 __all__ = ["AsyncClient", "connect"]
 

@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, TextIO
 
+from mework_protocol.address import default_socket_path
+
 from mework_client import Client, DaemonNotRunning, RpcError, __version__
-from mework_client.paths import default_socket_path
 
 __all__ = [
     "COMMANDS",

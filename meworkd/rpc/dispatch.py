@@ -25,8 +25,8 @@ from jsonrpcserver.exceptions import JsonRpcError
 from jsonrpcserver.response import to_serializable
 from jsonrpcserver.sentinels import NOID
 
-from meworkd.errors import MeworkError
-from meworkd.log import get_logger
+from meworkd.base.errors import MeworkError
+from meworkd.base.log import get_logger
 
 __all__ = [
     "INTERNAL_ERROR",

@@ -12,18 +12,19 @@ import msgspec
 from msgspec import Struct
 from structlog.contextvars import bound_contextvars
 
-from meworkd import __version__, registry
-from meworkd.errors import InvalidParams, PresetNotFound, ServerNotFound
-from meworkd.events import TOPICS
-from meworkd.importer import parse_import
-from meworkd.policy import ApprovalLevel
-from meworkd.probe import test_connection
+from meworkd import __version__
+from meworkd.base.errors import InvalidParams, PresetNotFound, ServerNotFound
+from meworkd.base.events import TOPICS
+from meworkd.core.approvals.policy import ApprovalLevel
+from meworkd.core.probe import test_connection
 from meworkd.rpc.dispatch import MethodTable, NoParams
 from meworkd.rpc.server import Connection
+from meworkd.settings import edits as registry
 from meworkd.settings import masked_entry
+from meworkd.settings.dialects import parse_import
 
 if TYPE_CHECKING:
-    from meworkd.daemon import Daemon
+    from meworkd.app.daemon import Daemon
 
 __all__ = ["build_methods"]
 

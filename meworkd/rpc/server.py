@@ -18,10 +18,10 @@ import msgspec
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from meworkd.events import EventBus, Subscription
-from meworkd.log import get_logger
+from meworkd.base.events import EventBus, Subscription
+from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
+from meworkd.base.log import get_logger
 from meworkd.rpc.dispatch import INVALID_REQUEST, Dispatcher, error_response
-from meworkd.rpc.framing import DEFAULT_MAX_LINE, LineSplitter, Oversized
 
 __all__ = ["Connection", "RpcServer", "peer_uid"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import anyio
 
-from meworkd.events import EventBus
-from meworkd.log import configure_logging
-from meworkd.store import SettingsStore
+from meworkd.base.events import EventBus
+from meworkd.base.log import configure_logging
+from meworkd.settings.store import SettingsStore
 
 
 def add(name: str) -> Any:

@@ -604,7 +604,7 @@ def test_batched_subscribe_then_eof_closes_the_connection(
 
 
 def test_shutdown_is_bounded_with_a_lingering_connection(spawn_daemon: Any) -> None:
-    from meworkd.daemon import SHUTDOWN_BOUND
+    from meworkd.app.daemon import SHUTDOWN_BOUND
 
     d = spawn_daemon()
     d.write_settings({})

@@ -24,7 +24,7 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient
 
-from meworkd.naming import NAME_PATTERN, tool_name
+from meworkd.core.catalog import NAME_PATTERN, tool_name
 from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
@@ -374,7 +374,7 @@ async def test_turn_begin_is_redacted(sec: Sec, server: str) -> None:
 def test_logged_tracebacks_are_redacted(rel_tmp: Path) -> None:
     """The daemon's own logging set-up, in a process of its own (it configures globals)."""
     script = f"""
-from meworkd.log import Redactor, configure_logging, get_logger
+from meworkd.base.log import Redactor, configure_logging, get_logger
 redactor = Redactor()
 redactor.update([{CANARY!r}])
 configure_logging("info", "json", redactor)

@@ -266,9 +266,9 @@ async def test_hand_edit_in_the_check_to_rename_window(
     edit is an editor-style atomic replace made just before meworkd's ``renameat2`` runs. Until
     the store swapped and checked what it displaced, this edit was overwritten unseen.
     """
-    from meworkd import store as store_module
-    from meworkd.events import EventBus
-    from meworkd.store import SettingsStore
+    from meworkd.base.events import EventBus
+    from meworkd.settings import store as store_module
+    from meworkd.settings.store import SettingsStore
 
     path = rel_tmp / "settings.json"
     path.write_text(json.dumps({"assets": {"mcpServers": {}}}))

@@ -21,10 +21,10 @@ from mcp_types import METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 from meworkd import __version__
-from meworkd.errors import ServerUnavailable
-from meworkd.log import get_logger
+from meworkd.base.errors import ServerUnavailable
+from meworkd.base.log import get_logger
+from meworkd.mcp.transports import Connected, open_http, open_stdio
 from meworkd.settings import ServerConfig
-from meworkd.transports import Connected, open_http, open_stdio
 
 __all__ = [
     "CLIENT_INFO",

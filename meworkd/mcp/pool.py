@@ -15,12 +15,12 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp import ClientSession, MCPError
 from mcp_types import INVALID_REQUEST
 
-from meworkd.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
-from meworkd.events import EventBus
-from meworkd.log import get_logger
-from meworkd.procs import PidLedger
-from meworkd.serverlog import ServerLogs
-from meworkd.session import McpSession
+from meworkd.base.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
+from meworkd.base.events import EventBus
+from meworkd.base.log import get_logger
+from meworkd.core.serverlogs import ServerLogs
+from meworkd.mcp.ledger import PidLedger
+from meworkd.mcp.session import McpSession
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
 
 __all__ = ["CLOSE_BOUND", "SessionPool"]

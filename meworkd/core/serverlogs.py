@@ -4,7 +4,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from meworkd.events import EventBus
+from meworkd.base.events import EventBus
 
 __all__ = ["LogRing", "ServerLogs"]
 

@@ -12,11 +12,15 @@ from typing import Any
 
 import anyio
 
-from meworkd.errors import ApprovalNotFound, InvalidParams
-from meworkd.events import EventBus
-from meworkd.hooks import PermissionRequest, parse_permission_hooks, run_permission_hooks
-from meworkd.log import get_logger
-from meworkd.policy import (
+from meworkd.base.errors import ApprovalNotFound, InvalidParams
+from meworkd.base.events import EventBus
+from meworkd.base.log import get_logger
+from meworkd.core.approvals.hooks import (
+    PermissionRequest,
+    parse_permission_hooks,
+    run_permission_hooks,
+)
+from meworkd.core.approvals.policy import (
     ApprovalLevel,
     DecidedBy,
     Rule,

@@ -20,17 +20,17 @@ from mcp import ClientSession, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from meworkd.approvals import Approvals, CallContext, Decision
-from meworkd.errors import MeworkError, ServerUnavailable, TurnNotFound
-from meworkd.events import EventBus
-from meworkd.log import get_logger
-from meworkd.naming import bind_names
-from meworkd.policy import DecidedBy, requires_user_interaction
-from meworkd.pool import SessionPool
-from meworkd.session import describe_failure, list_all
+from meworkd.base.errors import MeworkError, ServerUnavailable, TurnNotFound
+from meworkd.base.events import EventBus
+from meworkd.base.log import get_logger
+from meworkd.core.approvals.gate import Approvals, CallContext, Decision
+from meworkd.core.approvals.policy import DecidedBy, requires_user_interaction
+from meworkd.core.catalog import bind_names
+from meworkd.core.state import AuditEntry, StateDB
+from meworkd.mcp.pool import SessionPool
+from meworkd.mcp.session import describe_failure, list_all
 from meworkd.settings import ServerConfig, Settings
-from meworkd.state import AuditEntry, StateDB
-from meworkd.store import SettingsStore
+from meworkd.settings.store import SettingsStore
 
 __all__ = ["Binding", "Turn", "Turns", "strip_meta"]
 

@@ -7,10 +7,10 @@ from typing import Any
 import anyio
 from mcp import MCPError
 
-from meworkd.errors import MeworkError
-from meworkd.naming import NAME_PATTERN, tool_name, was_truncated
-from meworkd.pool import SessionPool
-from meworkd.session import describe_failure, list_all
+from meworkd.base.errors import MeworkError
+from meworkd.core.catalog import NAME_PATTERN, tool_name, was_truncated
+from meworkd.mcp.pool import SessionPool
+from meworkd.mcp.session import describe_failure, list_all
 from meworkd.settings import ServerConfig
 
 __all__ = ["lint_tools", "test_connection"]

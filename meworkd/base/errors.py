@@ -1,10 +1,13 @@
 """The exception family of meworkd: one root, a stable wire ``kind`` and code on each class.
 
-Core modules raise these; the RPC boundary (``meworkd.rpc.boundary``) is the only place that
-turns them, or anything else, into JSON-RPC errors.
+Every layer raises these; the RPC boundary (``meworkd.rpc.dispatch.to_rpc_error``) is the only
+place that turns them, or anything else, into JSON-RPC errors. Codes come from
+:mod:`mework_protocol.codes`, the one table clients read too.
 """
 
 from typing import ClassVar
+
+from mework_protocol import codes
 
 __all__ = [
     "ApprovalNotFound",
@@ -30,7 +33,7 @@ class MeworkError(Exception):
     """
 
     kind: ClassVar[str] = "internal"
-    code: ClassVar[int] = -32603
+    code: ClassVar[int] = codes.INTERNAL_ERROR
 
     def __init__(self, message: str, **data: object) -> None:
         super().__init__(message)
@@ -40,12 +43,12 @@ class MeworkError(Exception):
 
 class InvalidParams(MeworkError):
     kind = "invalid_params"
-    code = -32602
+    code = codes.INVALID_PARAMS
 
 
 class NotFound(MeworkError, LookupError):
     kind = "not_found"
-    code = -32060
+    code = codes.NOT_FOUND
 
 
 class ServerNotFound(NotFound):
@@ -88,14 +91,14 @@ class ApprovalNotFound(NotFound):
 
 class ConflictError(MeworkError):
     kind = "conflict"
-    code = -32061
+    code = codes.CONFLICT
 
 
 class InvalidSettings(MeworkError):
     """A settings value (from an RPC or the file) failed validation; ``errors`` name the fields."""
 
     kind = "invalid_settings"
-    code = -32062
+    code = codes.INVALID_SETTINGS
 
     def __init__(self, message: str, errors: list[str] | None = None) -> None:
         super().__init__(message, errors=errors or [message])
@@ -106,16 +109,16 @@ class SettingsUnreadable(MeworkError):
     """The settings file on disk is not valid JSON; meworkd will not overwrite it."""
 
     kind = "settings_unreadable"
-    code = -32063
+    code = codes.SETTINGS_UNREADABLE
 
 
 class ServerUnavailable(MeworkError):
     """Connecting to, or talking to, an MCP server failed."""
 
     kind = "server_unavailable"
-    code = -32064
+    code = codes.SERVER_UNAVAILABLE
 
 
 class ShuttingDown(MeworkError):
     kind = "shutting_down"
-    code = -32065
+    code = codes.SHUTTING_DOWN

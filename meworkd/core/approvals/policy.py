@@ -1,4 +1,4 @@
-"""The approval decision table (DESIGN.md "Approvals"): pure, synchronous, fail-closed.
+"""The approval decision table (docs/api.md, Approvals): pure, synchronous, fail-closed.
 
 Given a conversation's level and a tool's flags it says whether a call runs, asks, or asks with a
 PermissionRequest hook allowed to decide; it also names who decided, for the audit log.
@@ -7,6 +7,8 @@ PermissionRequest hook allowed to decide; it also names who decided, for the aud
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Literal
+
+from mework_protocol.levels import APPROVAL_LEVELS, ApprovalLevel
 
 __all__ = [
     "APPROVAL_LEVELS",
@@ -23,13 +25,6 @@ __all__ = [
     "resolve",
 ]
 
-ApprovalLevel = Literal["request_approval", "allow_edits", "plan", "full_access"]
-APPROVAL_LEVELS: tuple[ApprovalLevel, ...] = (
-    "request_approval",
-    "allow_edits",
-    "plan",
-    "full_access",
-)
 REQUIRES_USER_INTERACTION_KEY = "anthropic/requiresUserInteraction"
 
 

@@ -15,23 +15,24 @@ from collections.abc import Mapping
 import anyio
 from anyio.abc import SocketListener, TaskStatus
 
-from meworkd import __version__, systemd
-from meworkd.approvals import Approvals
-from meworkd.errors import ShuttingDown
-from meworkd.events import EventBus
-from meworkd.instance import InstanceLock, prepare_private_dir
-from meworkd.log import Redactor, get_logger
-from meworkd.paths import Paths
-from meworkd.pool import SessionPool
-from meworkd.procs import PidLedger
+from meworkd import __version__
+from meworkd.app import systemd
+from meworkd.app.instance import InstanceLock, prepare_private_dir
+from meworkd.app.paths import Paths
+from meworkd.base.errors import ShuttingDown
+from meworkd.base.events import EventBus
+from meworkd.base.log import Redactor, get_logger
+from meworkd.core.approvals.gate import Approvals
+from meworkd.core.serverlogs import ServerLogs
+from meworkd.core.state import StateDB
+from meworkd.core.turns import Turns
+from meworkd.mcp.ledger import PidLedger
+from meworkd.mcp.pool import SessionPool
 from meworkd.rpc.dispatch import Dispatcher
 from meworkd.rpc.methods import build_methods
 from meworkd.rpc.server import RpcServer
-from meworkd.serverlog import ServerLogs
 from meworkd.settings import Settings, SettingsDiff, secret_values
-from meworkd.state import StateDB
-from meworkd.store import SettingsStore
-from meworkd.turns import Turns
+from meworkd.settings.store import SettingsStore
 
 __all__ = ["SHUTDOWN_BOUND", "Daemon"]
 

@@ -10,14 +10,15 @@ import math
 import os
 import re
 import shlex
-import signal
 import time
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import anyio
 import msgspec
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+from meworkd.base.procgroup import close_process
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -333,21 +334,6 @@ def _expand_home(command: str) -> str:
     return shlex.quote(home) + command[1:]
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
-
-
-async def _close(process: Process, kill: bool) -> None:
-    with anyio.CancelScope(shield=True):
-        if kill:
-            _kill_group(process.pid)
-        with anyio.move_on_after(_REAP_SECONDS):
-            await process.aclose()
-
-
 async def _run_one(
     hook: HookCommand, payload: bytes, cwd: str | None, tool_input: object
 ) -> HookOutcome:
@@ -383,7 +369,7 @@ async def _run_one(
             returncode = await process.wait()
     finally:
         # Timed out or cancelled: the hook and everything it started go, as one process group.
-        await _close(process, kill=returncode is None)
+        await close_process(process, kill=returncode is None, within=_REAP_SECONDS)
     if returncode is None:
         return HookOutcome(
             command=hook.command,

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from meworkd.errors import InvalidParams
-from meworkd.settings import keep_duplicates
+from meworkd.base.errors import InvalidParams
+from meworkd.settings.model import keep_duplicates
 
 __all__ = ["ImportDocument", "parse_import"]
 

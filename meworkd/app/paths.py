@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mework_client.paths import default_socket_path
+from mework_protocol.address import default_socket_path
 
 __all__ = ["Paths", "default_settings_path", "default_state_dir"]
 

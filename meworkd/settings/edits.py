@@ -8,7 +8,7 @@ entry), so they can run inside :meth:`SettingsStore.mutate`.
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from meworkd.errors import (
+from meworkd.base.errors import (
     ConflictError,
     InvalidParams,
     MeworkError,

@@ -9,7 +9,6 @@ line sizes, and non-JSON stdout lines reported instead of passed on as exception
 import contextlib
 import functools
 import os
-import signal
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,7 +25,8 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from meworkd.rpc.framing import LineSplitter, Oversized
+from meworkd.base.lines import LineSplitter, Oversized
+from meworkd.base.procgroup import kill_group, stop_process
 from meworkd.settings import ServerConfig
 
 __all__ = [
@@ -40,9 +40,6 @@ __all__ = [
 ]
 
 MAX_SERVER_LINE = 32 * 1024 * 1024  # one JSON-RPC message from a server; more is a broken server
-STDIN_EOF_GRACE = 1.0  # seconds a server gets to exit on its own once stdin closes
-SIGTERM_GRACE = 1.5  # then SIGTERM to the group, then SIGKILL
-_EXIT_POLL = 0.01
 HTTP_CONNECT_TIMEOUT = 30.0
 PIPE_READ_CHUNK = 64 * 1024
 HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
@@ -78,57 +75,6 @@ def child_environment(environ: Mapping[str, str], extra: Mapping[str, str]) -> d
 
 def _expand_user(path: str | None) -> str | None:
     return os.path.expanduser(path) if path else None
-
-
-def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
-    """Signal a whole process group; False if it no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    return True
-
-
-async def _exited(process: Process, within: float) -> bool:
-    with anyio.move_on_after(within):
-        # Polled, not process.wait(): that also waits for pipe EOF, which a grandchild holding
-        # our pipes would delay past the grace period.
-        while process.returncode is None:  # noqa: ASYNC110
-            await anyio.sleep(_EXIT_POLL)
-        return True
-    return False
-
-
-async def _stop(process: Process, *, graceful: bool = True) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Bounded; never raises.
-
-    Not ``graceful``: SIGKILL the group at once.
-    """
-    if not graceful:
-        kill_group(process.pid, signal.SIGKILL)
-    try:
-        if process.stdin is not None:
-            await process.stdin.aclose()
-    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass
-    if not await _exited(process, STDIN_EOF_GRACE):
-        kill_group(process.pid, signal.SIGTERM)
-        if not await _exited(process, SIGTERM_GRACE):
-            kill_group(process.pid, signal.SIGKILL)
-            await _exited(process, SIGTERM_GRACE)
-    # Grandchildren outlive a leader that exits promptly; the group kill reaches them.
-    kill_group(process.pid, signal.SIGKILL)
-    for stream in (process.stdout, process.stderr):
-        try:
-            if stream is not None:
-                await stream.aclose()
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-    if process.returncode is not None:
-        with anyio.move_on_after(SIGTERM_GRACE):
-            await process.aclose()
 
 
 @asynccontextmanager
@@ -182,7 +128,7 @@ async def open_stdio(
         finally:
             with anyio.CancelScope(shield=True):
                 writer.close()
-                await _stop(process, graceful=not connected.abandoned)
+                await stop_process(process, graceful=not connected.abandoned)
             tg.cancel_scope.cancel()
 
 

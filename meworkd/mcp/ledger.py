@@ -7,10 +7,10 @@ given to an unrelated process is never killed.
 
 import json
 import os
-import signal
 from pathlib import Path
 
-from meworkd.log import get_logger
+from meworkd.base.log import get_logger
+from meworkd.base.procgroup import kill_group
 
 __all__ = ["PidLedger", "process_start_time"]
 
@@ -61,12 +61,8 @@ class PidLedger:
                 continue  # the pid belongs to an unrelated process now
             # The leader may have exited while its group lives on: the group id is the old pid,
             # which the kernel does not hand out again while the group exists.
-            try:
-                if now is not None or _group_exists(pid):
-                    os.killpg(pid, signal.SIGKILL)
-                    reaped.append(pid)
-            except (ProcessLookupError, PermissionError):
-                continue
+            if (now is not None or _group_exists(pid)) and kill_group(pid):
+                reaped.append(pid)
         if reaped:
             log.warning("procs.reaped_leftovers", pids=reaped)
         self._entries = {}

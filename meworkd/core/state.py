@@ -20,8 +20,8 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from meworkd.errors import ConflictError, ConversationNotFound
-from meworkd.log import get_logger
+from meworkd.base.errors import ConflictError, ConversationNotFound
+from meworkd.base.log import get_logger
 
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 

@@ -24,10 +24,10 @@ import msgspec
 from anyio.abc import TaskStatus
 from watchfiles._rust_notify import RustNotify  # see watch() for why not awatch
 
-from meworkd.errors import InvalidSettings, SettingsUnreadable
-from meworkd.events import EventBus
-from meworkd.log import get_logger
-from meworkd.settings import (
+from meworkd.base.errors import InvalidSettings, SettingsUnreadable
+from meworkd.base.events import EventBus
+from meworkd.base.log import get_logger
+from meworkd.settings.model import (
     DEFAULT_DOCUMENT,
     Settings,
     SettingsDiff,

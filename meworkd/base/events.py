@@ -11,20 +11,10 @@ from typing import Any, Self
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mework_protocol.topics import TOPICS
 
 __all__ = ["TOPICS", "Event", "EventBus", "Subscription"]
 
-TOPICS = frozenset(
-    {
-        "approval.requested",
-        "approval.resolved",
-        "settings.reloaded",
-        "settings.invalid",
-        "server.log",
-        "server.status",
-        "turn.progress",
-    }
-)
 DEFAULT_CAPACITY = 2048
 
 

@@ -9,18 +9,19 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
+from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
 
-from meworkd.errors import InvalidSettings
+from meworkd.base.errors import InvalidSettings
 
 __all__ = [
-    "APPROVAL_LEVELS",
     "CONNECTION_FIELDS",
     "DEFAULT_DOCUMENT",
     "DEFAULT_TIMEOUT_SECONDS",
+    "KeyedObject",
     "McpOptions",
     "Preset",
     "ServerConfig",
@@ -32,18 +33,19 @@ __all__ = [
     "check_depth",
     "decode_document",
     "diff_settings",
+    "duplicate_keys",
     "expand",
     "expand_server",
+    "keep_duplicates",
     "masked_entry",
     "parse_mcp_options",
     "parse_preset",
     "parse_server",
     "parse_settings",
     "secret_values",
+    "too_deep_message",
 ]
 
-ApprovalLevel = Literal["request_approval", "allow_edits", "plan", "full_access"]
-APPROVAL_LEVELS: tuple[str, ...] = ("request_approval", "allow_edits", "plan", "full_access")
 DEFAULT_TIMEOUT_SECONDS = 60
 
 _TYPE_SPELLINGS = {

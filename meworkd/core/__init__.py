@@ -1,0 +1,1 @@
+"""What meworkd decides: tool naming, turns, conversations, approvals; free of the SDK and RPC."""

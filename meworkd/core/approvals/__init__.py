@@ -1,0 +1,1 @@
+"""Approvals: the decision table, PermissionRequest hooks, and asking a person."""

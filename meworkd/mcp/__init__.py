@@ -1,0 +1,1 @@
+"""The MCP side: the only package that imports the SDK, httpx2 and pydantic."""
