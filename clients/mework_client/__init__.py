@@ -13,9 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from mework_protocol.address import default_socket_path
-
-__all__ = ["Client", "DaemonNotRunning", "RpcError", "default_socket_path"]
+__all__ = ["Client", "DaemonNotRunning", "RpcError"]
 
 __version__ = "0.1.0"
 
@@ -50,7 +48,13 @@ class Client:
     """One connection; calls are sequential. Events received meanwhile are kept in order."""
 
     def __init__(self, path: Path | str | None = None, timeout: float | None = None) -> None:
-        self.path = Path(path) if path is not None else default_socket_path()
+        if path is None:
+            # Imported here: importing this package (e.g. for mework_client.service) stays on
+            # the standard library and this package alone (tests/test_service_install.py).
+            from mework_protocol.address import default_socket_path
+
+            path = default_socket_path()
+        self.path = Path(path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
