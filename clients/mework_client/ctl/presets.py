@@ -11,6 +11,7 @@ from mework_client.ctl.layout import PLAIN, Style, format_table, items
 __all__ = ["COMMANDS", "GROUP", "format_presets"]
 
 GROUP = ("conversation templates (selected servers, approval level)", "meworkctl presets list")
+PRESET = arg("name", metavar="NAME", help="the preset's name")
 
 
 def format_presets(result: Any, style: Style = PLAIN) -> str:
@@ -42,7 +43,7 @@ COMMANDS: tuple[Command, ...] = (
         "meworkctl presets set research --server docs --level request_approval",
         method="presets.set",
         args=(
-            arg("name", metavar="NAME", help="the preset's name"),
+            PRESET,
             arg(
                 "--server",
                 dest="servers",
@@ -60,7 +61,7 @@ COMMANDS: tuple[Command, ...] = (
         "remove a preset",
         "meworkctl presets rm research",
         method="presets.remove",
-        args=(arg("name", metavar="NAME", help="the preset's name"),),
+        args=(PRESET,),
         params=pick(name="name"),
         render=say("removed preset {name}"),
     ),

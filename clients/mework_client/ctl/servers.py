@@ -38,7 +38,15 @@ from mework_client.ctl.layout import (
     when,
 )
 
-__all__ = ["COMMANDS", "GROUP", "NAME", "format_import", "format_server", "format_servers"]
+__all__ = [
+    "COMMANDS",
+    "GROUP",
+    "NAME",
+    "format_import",
+    "format_server",
+    "format_servers",
+    "server_label",
+]
 
 GROUP = ("register, inspect and test MCP servers", "meworkctl servers list")
 NAME = arg("name", metavar="NAME", help="the server's name")
@@ -80,11 +88,16 @@ def _pairs_text(values: object) -> list[str] | None:
     return [f"{k}={v}" for k, v in values.items()]
 
 
+def server_label(info: Mapping[str, Any]) -> str | None:
+    """``name version`` from a server's ``serverInfo`` (what it told about itself)."""
+    return " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or None
+
+
 def format_server(result: Any, style: Style = PLAIN) -> str:
     r = obj(result)
     raw = obj(r.get("server"))
     info = obj(r.get("serverInfo"))
-    tested = " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or None
+    tested = server_label(info)
     if tested and info.get("testedAt"):
         tested += f" (tested {when(info['testedAt'])})"
     timeout = r.get("timeoutSeconds", raw.get("timeoutSeconds"))

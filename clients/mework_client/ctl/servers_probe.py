@@ -20,7 +20,7 @@ from mework_client.ctl.layout import (
     listing,
     obj,
 )
-from mework_client.ctl.servers import NAME
+from mework_client.ctl.servers import NAME, server_label
 
 __all__ = ["COMMANDS", "format_logs", "format_test"]
 
@@ -48,8 +48,7 @@ def _tool_rows(tools: list[dict[str, Any]]) -> list[list[object]]:
 
 
 def _test_head(r: Mapping[str, Any], style: Style) -> str:
-    info = obj(r.get("serverInfo"))
-    who = " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or "(no serverInfo)"
+    who = server_label(obj(r.get("serverInfo"))) or "(no serverInfo)"
     head = f"{style.green('ok')}  {who}"
     if r.get("protocolVersion"):
         head += f", protocol {r['protocolVersion']}"
