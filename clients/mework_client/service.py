@@ -6,9 +6,10 @@ pointing at the installed ``meworkd`` executable; :func:`uninstall` removes them
 ``systemctl``: afterwards run ``systemctl --user daemon-reload`` and, to start meworkd on the first
 connection, ``systemctl --user enable --now meworkd.socket``.
 
-The unit texts are the constants :data:`SERVICE_UNIT` and :data:`SOCKET_UNIT`, so that they ship
-with this package; the repository's ``systemd/`` folder holds identical copies (a test keeps them
-equal). Standard library only: this module imports neither ``mcp`` nor ``meworkd``.
+The unit texts are this package's data files ``units/meworkd.service`` and ``units/meworkd.socket``
+(the one copy: the repository's ``systemd/`` folder links to them), read into :data:`SERVICE_UNIT`
+and :data:`SOCKET_UNIT`. Standard library only: this module imports neither ``mcp`` nor
+``meworkd``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+from importlib.resources import files
 from pathlib import Path
 from typing import Final
 
@@ -41,68 +43,14 @@ SOCKET_NAME: Final = "meworkd.socket"
 #: replaces it with the absolute path of the installed executable.
 DEFAULT_EXEC_START: Final = "%h/.local/bin/meworkd"
 
-SERVICE_UNIT: Final = """\
-# meworkd, the per-user MCP host daemon of the Mework chat app (systemd user unit).
-# mework_client.service.install() copies this unit and meworkd.socket into ~/.config/systemd/user/
-# with ExecStart= pointing at the installed meworkd; then:
-#   systemctl --user daemon-reload && systemctl --user enable --now meworkd.socket
 
-[Unit]
-Description=Mework MCP host daemon
-Documentation=https://github.com/mework/meworkd#readme
-# The control socket always comes from meworkd.socket (socket activation), also when this
-# service is started on its own; stopping the socket stops the daemon.
-Requires=meworkd.socket
-After=meworkd.socket
+def _unit_text(name: str) -> str:
+    """A shipped unit file, read through importlib.resources (also from a wheel or a zip)."""
+    return (files("mework_client") / "units" / name).read_text(encoding="utf-8")
 
-[Service]
-Type=notify
-NotifyAccess=main
-ExecStart=%h/.local/bin/meworkd --log-format json
-# SIGHUP reloads the settings document.
-ExecReload=/bin/kill -HUP $MAINPID
-Restart=on-failure
-RestartSec=2
-# 75 (EX_TEMPFAIL): another meworkd already holds the socket's lock; restarting cannot help.
-RestartPreventExitStatus=75
-# meworkd bounds its own shutdown (closing MCP sessions, stopping their servers) at 10 s;
-# systemd waits twice that before it sends SIGKILL.
-TimeoutStopSec=20
-# SIGTERM goes to meworkd alone, which stops its MCP servers the MCP way (close stdin, SIGTERM,
-# SIGKILL); whatever is left in the unit's cgroup when it exits is killed, so no server outlives
-# the unit.
-KillMode=mixed
-# An MCP server killed by the kernel's OOM killer must not take the daemon down with it.
-OOMPolicy=continue
-# Hardening that still lets users' MCP servers do their work: no ProtectHome=, ProtectSystem= or
-# PrivateTmp= (servers work on the user's files anywhere), no MemoryDenyWriteExecute= (node and
-# other JITs need W+X memory), no RestrictNamespaces= (container-based servers).
-NoNewPrivileges=yes
-LockPersonality=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
 
-[Install]
-WantedBy=default.target
-Also=meworkd.socket
-"""
-
-SOCKET_UNIT: Final = """\
-# The control socket of meworkd (systemd user unit): the first connection starts meworkd.service.
-
-[Unit]
-Description=Mework MCP host daemon control socket
-Documentation=https://github.com/mework/meworkd#readme
-
-[Socket]
-ListenStream=%t/mework/meworkd.sock
-SocketMode=0600
-DirectoryMode=0700
-RemoveOnStop=yes
-
-[Install]
-WantedBy=sockets.target
-"""
+SERVICE_UNIT: Final = _unit_text(SERVICE_NAME)
+SOCKET_UNIT: Final = _unit_text(SOCKET_NAME)
 
 _EXEC_START_LINE: Final = f"ExecStart={DEFAULT_EXEC_START} "
 
@@ -148,8 +96,8 @@ def render_units(exec_path: str | os.PathLike[str]) -> dict[str, str]:
     absolute = os.path.abspath(os.fspath(exec_path))
     lines = SERVICE_UNIT.splitlines(keepends=True)
     hits = [i for i, line in enumerate(lines) if line.startswith(_EXEC_START_LINE)]
-    if len(hits) != 1:  # pragma: no cover - guards the constant above
-        raise AssertionError("SERVICE_UNIT must have exactly one default ExecStart= line")
+    if len(hits) != 1:  # pragma: no cover - guards the shipped unit file
+        raise AssertionError("units/meworkd.service must have exactly one default ExecStart= line")
     i = hits[0]
     lines[i] = f"ExecStart={_quote_exec(absolute)} {lines[i][len(_EXEC_START_LINE) :]}"
     return {SERVICE_NAME: "".join(lines), SOCKET_NAME: SOCKET_UNIT}

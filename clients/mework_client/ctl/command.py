@@ -1,0 +1,255 @@
+"""A meworkctl command: the row type of the command table, one run's context, errors, exit codes.
+
+A simple command is a :class:`Command` row (path, method, params, human rendering) that
+:func:`call_method` runs; the few that stream events or prompt bring their own ``run``. The
+small builders here (:func:`pick`, :func:`plus`, :func:`show`, :func:`say`) keep the rows of
+each command group declarative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple, TextIO
+
+from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS
+from mework_protocol.levels import APPROVAL_LEVELS
+
+from mework_client import Client, RpcError
+from mework_client.ctl.layout import Style, dumps, obj
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_RUNNING",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "LEVEL_CHOICES",
+    "LEVEL_HELP",
+    "PROG",
+    "Arg",
+    "Command",
+    "CtlError",
+    "Ctx",
+    "Failed",
+    "Params",
+    "Render",
+    "StdoutClosed",
+    "UsageError",
+    "arg",
+    "call_method",
+    "describe_rpc_error",
+    "not_running_message",
+    "pair",
+    "pick",
+    "plus",
+    "read_text",
+    "say",
+    "show",
+]
+
+PROG = "meworkctl"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DEFAULT_TIMEOUT = 30.0  # seconds per reply, for the quick methods (see Command.wait)
+LEVEL_CHOICES = {"choices": APPROVAL_LEVELS, "metavar": "LEVEL"}
+LEVEL_HELP = f"approval level: {', '.join(APPROVAL_LEVELS)}"
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """A command line that parses but makes no sense (exit code 2, with the command's usage)."""
+
+
+class CtlError(Exception):
+    """A local failure worth one line on stderr (exit code 1), e.g. an unreadable file."""
+
+
+class StdoutClosed(Exception):
+    """stdout went away (``meworkctl ... | head``): stop quietly."""
+
+
+def not_running_message(path: Path | str) -> str:
+    return (
+        f"meworkd is not running (no daemon on {path}). "
+        "Start it with: meworkd  (or: systemctl --user start meworkd.socket)"
+    )
+
+
+def describe_rpc_error(error: RpcError, method: str | None = None) -> str:
+    """One line for a person: the message, what it was about, and the stable kind."""
+    kind = error.kind if error.kind != "unknown" else STANDARD_KINDS.get(error.code, "unknown")
+    if error.code == METHOD_NOT_FOUND:
+        name = error.data if isinstance(error.data, str) else method
+        return f"this meworkd does not implement {name or 'that method'} ({kind})"
+    text = f"{error} ({kind})"
+    details = obj(error.data).get("errors")
+    if isinstance(details, list) and details != [error.message]:
+        text += "".join(f"\n  {d}" for d in details)
+    return text
+
+
+# --- the invocation context -----------------------------------------------------------------------
+
+
+class Ctx:
+    """One run of a command: its arguments, the streams and how to reach the daemon."""
+
+    __slots__ = ("args", "err", "out")
+
+    def __init__(
+        self, args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+    ) -> None:
+        self.args = args
+        self.out: TextIO = sys.stdout if out is None else out
+        self.err: TextIO = sys.stderr if err is None else err
+
+    @property
+    def style(self) -> Style:
+        return Style.for_stream(self.out)
+
+    @property
+    def json(self) -> bool:
+        return bool(self.args.json)
+
+    def timeout(self, *, wait: bool = False) -> float | None:
+        explicit: float | None = self.args.timeout
+        return explicit if explicit is not None else None if wait else DEFAULT_TIMEOUT
+
+    def connect(self, *, stream: bool = False, wait: bool = False) -> Client:
+        """A connection; ``stream`` ones wait for events forever, ``wait`` ones for slow calls."""
+        return Client(self.args.socket, None if stream else self.timeout(wait=wait))
+
+    def call(self, method: str, params: dict[str, Any] | None, *, wait: bool = False) -> Any:
+        with self.connect(wait=wait) as client:
+            return client.call(method, params)
+
+    def print(self, text: str) -> None:
+        try:
+            print(text, file=self.out, flush=True)
+        except BrokenPipeError:
+            raise StdoutClosed from None
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def fail(self, message: str) -> None:
+        self.note(Style.for_stream(self.err).red(f"{PROG}: {message}"))
+
+    def emit(self, result: Any, human: Callable[[], str]) -> None:
+        """The raw result with ``--json``, else the human text (if any)."""
+        text = dumps(result) if self.json else human()
+        if text:
+            self.print(text)
+
+
+# --- the command row and its builders -------------------------------------------------------------
+
+Params = Callable[[argparse.Namespace], dict[str, Any] | None]
+Render = Callable[[Any, argparse.Namespace, Style], str]
+Failed = Callable[[Any], str | None]
+
+
+class Arg(NamedTuple):
+    """The arguments of one ``add_argument`` call."""
+
+    names: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*names: str, **options: Any) -> Arg:
+    return Arg(names, options)
+
+
+def _no_params(_args: argparse.Namespace) -> dict[str, Any] | None:
+    return None
+
+
+def pick(**fields: str) -> Params:
+    """Params from arguments: ``rpcName="attribute"``; unset (``None``) ones are left out."""
+
+    def build(args: argparse.Namespace) -> dict[str, Any]:
+        values = {key: getattr(args, attr) for key, attr in fields.items()}
+        return {key: value for key, value in values.items() if value is not None}
+
+    return build
+
+
+def plus(params: Params, **constants: Any) -> Params:
+    """``params`` plus fixed members."""
+    return lambda args: {**(params(args) or {}), **constants}
+
+
+def show(formatter: Callable[[Any, Style], str]) -> Render:
+    return lambda result, _args, style: formatter(result, style)
+
+
+def say(template: str) -> Render:
+    """A fixed confirmation, filled in from the arguments (``{name}``)."""
+    return lambda _result, args, style: style.green("ok") + "  " + template.format_map(vars(args))
+
+
+def _never(_result: Any) -> str | None:
+    return None
+
+
+def _dump(result: Any, _args: argparse.Namespace, _style: Style) -> str:
+    return dumps(result)
+
+
+class Command(NamedTuple):
+    """One leaf of the command tree; ``run`` defaults to calling ``method`` with ``params``."""
+
+    path: str
+    help: str
+    example: str
+    method: str | None = None
+    args: tuple[Arg, ...] = ()
+    params: Params = _no_params
+    render: Render = _dump
+    failed: Failed = _never
+    run: Callable[[Command, Ctx], int] | None = None
+    details: str = ""
+    wait: bool = False  # may take long (dials servers, waits for approvals): no default timeout
+    streams: bool = False  # runs until interrupted; Ctrl-C is a normal way to stop it
+    local: tuple[str, ...] = ()  # global options this command uses for itself
+    usage: str | None = None
+
+    def execute(self, ctx: Ctx) -> int:
+        return self.run(self, ctx) if self.run is not None else call_method(self, ctx)
+
+
+def call_method(cmd: Command, ctx: Ctx) -> int:
+    assert cmd.method is not None
+    result = ctx.call(cmd.method, cmd.params(ctx.args), wait=cmd.wait)
+    ctx.emit(result, lambda: cmd.render(result, ctx.args, ctx.style))
+    problem = cmd.failed(result)
+    if problem:
+        ctx.fail(problem)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+# --- argument readers shared by several groups (``type=``: a ValueError is a usage error) ---------
+
+
+def pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def read_text(source: str) -> str:
+    """A file's text, or stdin's for ``-``."""
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CtlError(f"cannot read {source}: {reason}") from None

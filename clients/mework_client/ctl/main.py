@@ -1,0 +1,77 @@
+"""meworkctl's entry point: parse argv, run the command, turn every failure into an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from mework_client import DaemonNotRunning, RpcError
+from mework_client.ctl.command import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    Command,
+    CtlError,
+    Ctx,
+    StdoutClosed,
+    UsageError,
+    describe_rpc_error,
+    not_running_message,
+)
+from mework_client.ctl.parser import parse_args
+
+__all__ = ["main", "run"]
+
+
+def run(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Run the parsed command; every failure becomes a message and an exit code."""
+    cmd: Command = args.spec
+    try:
+        return cmd.execute(ctx)
+    except UsageError as exc:
+        args.leaf.print_usage(ctx.err)
+        ctx.note(f"{args.leaf.prog}: error: {exc}")
+        return EXIT_USAGE
+    except DaemonNotRunning as exc:
+        ctx.fail(not_running_message(exc.path))
+        return EXIT_NOT_RUNNING
+    except RpcError as exc:
+        ctx.fail(describe_rpc_error(exc, cmd.method))
+        return EXIT_ERROR
+    except TimeoutError:
+        ctx.fail(f"no reply from meworkd within {ctx.timeout():g} s (wait longer with --timeout)")
+        return EXIT_ERROR
+    except CtlError as exc:
+        ctx.fail(str(exc))
+        return EXIT_ERROR
+    except StdoutClosed:
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return EXIT_OK if cmd.streams else EXIT_INTERRUPTED
+    except ConnectionError as exc:
+        ctx.fail(f"lost the connection to meworkd: {exc}")
+        return EXIT_ERROR
+    except OSError as exc:
+        ctx.fail(f"cannot talk to meworkd on {args.socket}: {exc.strerror or exc}")
+        return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, make the interpreter's final flush of stdout a no-op."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return run(args, Ctx(args))

@@ -1,0 +1,245 @@
+"""meworkctl's command tree: the rows of every group in help order, and the argparse parser."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from mework_protocol.address import default_socket_path
+
+from mework_client import __version__
+from mework_client.ctl import (
+    approvals,
+    conv,
+    daemon,
+    presets,
+    servers,
+    servers_probe,
+    settings,
+    turn,
+)
+from mework_client.ctl.command import (
+    DEFAULT_TIMEOUT,
+    EXIT_ERROR,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Command,
+    Ctx,
+    arg,
+)
+from mework_client.ctl.completion import bash_completion
+
+__all__ = ["COMMANDS", "GROUPS", "build_parser", "parse_args"]
+
+HELP_WIDTH = 79
+EPILOG = f"""\
+exit codes: {EXIT_OK} ok, {EXIT_ERROR} error reply (or a failed test, a tool error, a rejected
+import entry), {EXIT_USAGE} usage error, {EXIT_NOT_RUNNING} meworkd is not running.
+Run 'meworkctl COMMAND --help' for a command's options and an example."""
+
+GROUPS: dict[str, tuple[str, str]] = {
+    "settings": settings.GROUP,
+    "servers": servers.GROUP,
+    "presets": presets.GROUP,
+    "conv": conv.GROUP,
+    "turn": turn.GROUP,
+    "approvals": approvals.GROUP,
+}
+
+
+def _run_completion(_cmd: Command, ctx: Ctx) -> int:
+    ctx.print(bash_completion(build_parser()))
+    return EXIT_OK
+
+
+# The order of the rows is the order of ``meworkctl --help`` and of the completion script.
+COMMANDS: tuple[Command, ...] = (
+    *daemon.CONTROL,
+    *settings.COMMANDS,
+    *servers.COMMANDS,
+    *servers_probe.COMMANDS,
+    *presets.COMMANDS,
+    *conv.COMMANDS,
+    *turn.COMMANDS,
+    *approvals.COMMANDS,
+    *daemon.SYSTEM,
+    Command(
+        "completion",
+        "print a shell completion script",
+        "source <(meworkctl completion bash)",
+        run=_run_completion,
+        args=(arg("shell", choices=("bash",), help="the shell (bash)"),),
+    ),
+)
+
+
+def _description(help_text: str, example: str, details: str = "") -> str:
+    text = help_text[0].upper() + help_text[1:] + "."
+    if details:
+        import textwrap  # here, not at the top: start-up time (bench B6)
+
+        text += "\n\n" + textwrap.fill(details, HELP_WIDTH)
+    return f"{text}\n\nexample:\n  {example}"
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _add_global_options(
+    parser: argparse.ArgumentParser, *, top: bool, skip: Sequence[str] = ()
+) -> None:
+    """The global options; leaves accept them too (``servers list --json``), without defaults."""
+    group = parser.add_argument_group("global options")
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    group.add_argument(
+        "--socket",
+        type=Path,
+        metavar="PATH",
+        default=default(None),
+        help=f"the daemon's control socket (default: {default_socket_path()})",
+    )
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print the raw JSON result (for scripts)",
+    )
+    if "--timeout" not in skip:
+        group.add_argument(
+            "--timeout",
+            type=_positive,
+            metavar="SECONDS",
+            default=default(None),
+            help=f"how long to wait for a reply (default: {DEFAULT_TIMEOUT:g}; no limit for "
+            "commands that dial servers or wait for approvals)",
+        )
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        # The width argparse would compute itself, without its `import shutil` (~1.5 ms of
+        # start-up: argparse builds a formatter for every add_argument; bench B6).
+        super().__init__(prog, max_help_position=30, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``, the same way, without importing shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Retry(Exception):
+    """A partial parser (see :func:`parse_args`) met something it cannot judge alone."""
+
+
+class _PartialParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Retry(message)
+
+
+def build_parser(
+    only: str | None = None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> argparse.ArgumentParser:
+    """The whole command tree, or with ``only`` just the commands under that first word."""
+    parser = parser_class(
+        prog=PROG,
+        description="Control meworkd, the MCP host daemon of Mework.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _add_global_options(parser, top=True)
+    commands = {"": parser.add_subparsers(title="commands", metavar="COMMAND", required=True)}
+    for cmd in COMMANDS:
+        *groups, leaf = cmd.path.split()
+        if only is not None and (groups or [leaf])[0] != only:
+            continue
+        parent = ""
+        for group in groups:
+            path = f"{parent} {group}".strip()
+            if path not in commands:
+                help_text, example = GROUPS[path]
+                sub = commands[parent].add_parser(
+                    group,
+                    help=help_text,
+                    description=_description(help_text, example),
+                    formatter_class=_Formatter,
+                )
+                commands[path] = sub.add_subparsers(
+                    title="commands", metavar="COMMAND", required=True
+                )
+            parent = path
+        sub = commands[parent].add_parser(
+            leaf,
+            help=cmd.help,
+            usage=cmd.usage,
+            description=_description(cmd.help, cmd.example, cmd.details),
+            formatter_class=_Formatter,
+        )
+        for a in cmd.args:
+            sub.add_argument(*a.names, **a.options)
+        _add_global_options(sub, top=False, skip=cmd.local)
+        sub.set_defaults(spec=cmd, leaf=sub)
+    return parser
+
+
+_TOP_WORDS = frozenset(c.path.split()[0] for c in COMMANDS)
+
+
+def _split_trailing_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``servers add NAME [options] -- CMD ARGS...``: everything after ``--`` is the command.
+
+    argparse cannot take options between a positional and a ``--`` list (nor keep a second
+    ``--`` inside the command), so the command is cut off before parsing.
+    """
+    if "--" not in argv:
+        return argv, None
+    cut = argv.index("--")
+    head = argv[:cut]
+    if any(head[i : i + 2] == ["servers", "add"] for i in range(len(head) - 1)):
+        return head, argv[cut + 1 :]
+    return argv, None
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse (``SystemExit`` for ``--help``, ``--version`` and usage errors, as argparse does)."""
+    head, command = _split_trailing_command(list(argv))
+    # Start-up speed (bench B6): building all ~50 sub-parsers took ~9 ms of a ~47 ms
+    # `meworkctl status`. When exactly one top-level command word occurs in argv, only that
+    # subtree is built; help requests, and anything the partial parser would reject, go to the
+    # whole tree, so every message is what the full parser says.
+    words = {w for w in head if w in _TOP_WORDS}
+    args: argparse.Namespace | None = None
+    if len(words) == 1 and not {"-h", "--help"} & set(head):
+        try:
+            args = build_parser(words.pop(), _PartialParser).parse_args(head)
+        except _Retry:
+            args = None
+    if args is None:
+        args = build_parser().parse_args(head)
+    if command is not None:
+        args.command = [*args.command, *command]
+    if args.socket is None:
+        args.socket = default_socket_path()
+    return args

@@ -1,0 +1,68 @@
+"""meworkctl's ``presets`` group: conversation templates (selected servers, approval level)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mework_client.ctl.command import LEVEL_CHOICES, LEVEL_HELP, Command, arg, pick, say, show
+from mework_client.ctl.layout import PLAIN, Style, format_table, items
+
+__all__ = ["COMMANDS", "GROUP", "format_presets"]
+
+GROUP = ("conversation templates (selected servers, approval level)", "meworkctl presets list")
+PRESET = arg("name", metavar="NAME", help="the preset's name")
+
+
+def format_presets(result: Any, style: Style = PLAIN) -> str:
+    presets = items(result, "presets")
+    if not presets:
+        return "No presets."
+    rows = [[p.get("name"), p.get("mcpServers"), p.get("approvalLevel")] for p in presets]
+    return format_table(["NAME", "SERVERS", "LEVEL"], rows, style)
+
+
+def _preset_params(args: argparse.Namespace) -> dict[str, Any]:
+    preset: dict[str, Any] = {"mcpServers": args.servers or []}
+    if args.level:
+        preset["approvalLevel"] = args.level
+    return {"name": args.name, "preset": preset}
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "presets list",
+        "list presets",
+        "meworkctl presets list",
+        method="presets.list",
+        render=show(format_presets),
+    ),
+    Command(
+        "presets set",
+        "create or replace a preset",
+        "meworkctl presets set research --server docs --level request_approval",
+        method="presets.set",
+        args=(
+            PRESET,
+            arg(
+                "--server",
+                dest="servers",
+                action="append",
+                metavar="NAME",
+                help="a server it selects (repeatable)",
+            ),
+            arg("--level", help=LEVEL_HELP, **LEVEL_CHOICES),
+        ),
+        params=_preset_params,
+        render=say("preset {name} saved"),
+    ),
+    Command(
+        "presets rm",
+        "remove a preset",
+        "meworkctl presets rm research",
+        method="presets.remove",
+        args=(PRESET,),
+        params=pick(name="name"),
+        render=say("removed preset {name}"),
+    ),
+)

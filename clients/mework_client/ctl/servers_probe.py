@@ -1,0 +1,178 @@
+"""meworkctl's commands that reach a server itself: ``servers test``, ``tools`` and ``logs``.
+
+The rest of the ``servers`` group (the registry in the settings document) is in
+:mod:`mework_client.ctl.servers`; the command table lists these rows after its.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, call_method, pick, show
+from mework_client.ctl.layout import (
+    PLAIN,
+    Style,
+    describe,
+    dumps,
+    format_table,
+    items,
+    listing,
+    obj,
+)
+from mework_client.ctl.servers import NAME, server_label
+
+__all__ = ["COMMANDS", "format_logs", "format_test"]
+
+TOOL_HEADERS = ["NAME", "BOUND AS", "DESCRIPTION"]
+
+
+def _problem_text(problem: object) -> str:
+    if not isinstance(problem, dict):
+        return str(problem)
+    where = f"{problem['tool']}: " if problem.get("tool") else ""
+    kind = f" ({problem['problem']})" if problem.get("problem") else ""
+    return f"{where}{problem.get('detail') or problem.get('message') or ''}{kind}"
+
+
+def _failure_text(r: Mapping[str, Any], style: Style) -> str:
+    lines = [style.red(f"{r.get('server') or 'server'}: {r.get('error') or 'failed'}")]
+    tail = [str(x) for x in r.get("stderrTail") or []]
+    if tail:
+        lines += [style.bold("stderr (last lines):"), *(f"  {x}" for x in tail)]
+    return "\n".join(lines)
+
+
+def _tool_rows(tools: list[dict[str, Any]]) -> list[list[object]]:
+    return [[t.get("name"), t.get("boundName"), describe(t)] for t in tools]
+
+
+def _test_head(r: Mapping[str, Any], style: Style) -> str:
+    who = server_label(obj(r.get("serverInfo"))) or "(no serverInfo)"
+    head = f"{style.green('ok')}  {who}"
+    if r.get("protocolVersion"):
+        head += f", protocol {r['protocolVersion']}"
+    if isinstance(r.get("durationMs"), int | float):
+        head += f", {r['durationMs']:.0f} ms"
+    return head
+
+
+def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) -> str:
+    """``servers.test``: what the server offers (or why dialing it failed)."""
+    r = obj(result)
+    if not r.get("ok"):
+        return _failure_text(r, style)
+    tools = _tool_rows(items(r, "tools"))
+    if tools_only:
+        return format_table(TOOL_HEADERS, tools, style) if tools else "The server offers no tools."
+    prompts = [[p.get("name"), describe(p)] for p in items(r, "prompts")]
+    resources = [
+        [x.get("uri") or x.get("uriTemplate"), x.get("name"), x.get("mimeType")]
+        for x in items(r, "resources") + items(r, "resourceTemplates")
+    ]
+    parts = [
+        _test_head(r, style),
+        listing("Tools", TOOL_HEADERS, tools, style),
+        listing("Prompts", ["NAME", "DESCRIPTION"], prompts, style),
+        listing("Resources", ["URI", "NAME", "MIME TYPE"], resources, style),
+    ]
+    problems = r.get("problems") or []
+    if problems:
+        parts.append(style.bold(f"Problems ({len(problems)}):"))
+        parts += [f"  - {_problem_text(p)}" for p in problems]
+    if r.get("stderrTail"):
+        name = r.get("server") or "NAME"
+        count = len(r["stderrTail"])
+        parts.append(style.dim(f"({count} lines on stderr: meworkctl servers logs {name})"))
+    return "\n".join(parts)
+
+
+def _log_line(entry: object) -> str:
+    return str(entry.get("line", "")) if isinstance(entry, dict) else str(entry)
+
+
+def format_logs(result: Any, style: Style = PLAIN) -> str:
+    lines = result.get("lines") if isinstance(result, dict) else result
+    text = "\n".join(_log_line(x) for x in lines or [])
+    dropped = obj(result).get("dropped")
+    if dropped:
+        text = style.dim(f"({dropped} older lines were dropped)") + ("\n" + text if text else "")
+    return text
+
+
+def _test_failed(result: Any) -> str | None:
+    r = obj(result)
+    return None if r.get("ok") else f"cannot connect to {r.get('server') or 'the server'}"
+
+
+def _run_test(cmd: Command, ctx: Ctx) -> int:
+    if ctx.err.isatty():
+        ctx.note(f"Dialing {ctx.args.name}…")
+    return call_method(cmd, ctx)
+
+
+def _print_log_line(ctx: Ctx, entry: object) -> None:
+    ctx.print(dumps(entry, None) if ctx.json else _log_line(entry))
+
+
+def _run_logs(cmd: Command, ctx: Ctx) -> int:
+    if not ctx.args.follow:
+        return call_method(cmd, ctx)
+    topics = ["server.log"]
+    with ctx.connect(stream=True) as client:
+        # Subscribe first so that no line falls between the tail and the stream.
+        client.call("events.subscribe", {"topics": topics})
+        result = client.call("servers.logs", cmd.params(ctx.args))
+        for entry in obj(result).get("lines") or []:
+            _print_log_line(ctx, entry)
+        for _topic, data in client.events(topics):
+            if obj(data).get("server") == ctx.args.name:
+                _print_log_line(ctx, data)
+    return EXIT_OK
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "servers test",
+        "dial a server once and list its tools, prompts and resources",
+        "meworkctl servers test filesystem",
+        method="servers.test",
+        args=(NAME,),
+        params=pick(name="name"),
+        render=show(format_test),
+        failed=_test_failed,
+        run=_run_test,
+        wait=True,
+        details="Records the server's name and version. On failure, shows the cause and the "
+        "end of its stderr, and exits 1.",
+    ),
+    Command(
+        "servers tools",
+        "list a server's tools (runs servers test, shows only the tools)",
+        "meworkctl servers tools filesystem",
+        method="servers.test",
+        args=(NAME,),
+        params=pick(name="name"),
+        render=lambda r, _a, style: format_test(r, style, tools_only=True),
+        failed=_test_failed,
+        run=_run_test,
+        wait=True,
+        details="There is no separate method for this: it dials the server like "
+        "'servers test' and prints only the tools table.",
+    ),
+    Command(
+        "servers logs",
+        "print a stdio server's stderr (the Logs tab)",
+        "meworkctl servers logs filesystem --tail 50 -f",
+        method="servers.logs",
+        args=(
+            NAME,
+            arg("--tail", type=int, metavar="N", help="only the last N lines"),
+            arg("-f", "--follow", action="store_true", help="keep printing new lines"),
+        ),
+        params=pick(name="name", tail="tail"),
+        render=show(format_logs),
+        run=_run_logs,
+        streams=True,
+    ),
+)

@@ -1,0 +1,157 @@
+"""meworkctl's ``turn`` group and ``call``: what a frontend does for each model turn."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mework_client.ctl.command import Command, UsageError, arg, pick, read_text, say, show
+from mework_client.ctl.layout import (
+    PLAIN,
+    Style,
+    describe,
+    dumps,
+    items,
+    key_values,
+    listing,
+    obj,
+)
+
+__all__ = ["COMMANDS", "GROUP", "format_call", "format_turn"]
+
+GROUP = (
+    "begin, end or cancel a turn (what a frontend does for each model turn)",
+    "meworkctl turn begin chat-1",
+)
+TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)")
+
+
+def format_turn(result: Any, style: Style = PLAIN) -> str:
+    """``turns.begin``: the turn id, the tools as bound for the model, and failed servers."""
+    r = obj(result)
+    bindings = obj(r.get("bindings"))
+    rows: list[list[object]] = []
+    for tool in items(r, "tools"):
+        binding = obj(bindings.get(str(tool.get("name"))))
+        rows.append([tool.get("name"), binding.get("server"), binding.get("tool"), describe(tool)])
+    lines = [
+        key_values([("turn", r.get("turnId"))], style),
+        listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
+    ]
+    for failure in items(r, "failures"):
+        lines.append(style.red(f"{failure.get('server')}: {failure.get('reason')}"))
+    return "\n".join(lines)
+
+
+def _decoded_size(data: object) -> int:
+    """Bytes a base64 string decodes to (without decoding it)."""
+    if not isinstance(data, str):
+        return 0
+    text = data.strip()
+    return len(text) * 3 // 4 - text[-2:].count("=")
+
+
+def _content_block(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        return f"[{kind} {block.get('mimeType') or '?'}, {_decoded_size(block.get('data'))} bytes]"
+    if kind == "resource":
+        resource = obj(block.get("resource"))
+        text = resource.get("text")
+        head = f"[resource {resource.get('uri') or '?'}"
+        if isinstance(text, str):
+            return f"{head}]\n{text}"
+        size = _decoded_size(resource.get("blob"))
+        return f"{head}, {resource.get('mimeType') or '?'}, {size} bytes]"
+    if kind == "resource_link":
+        return f"[link {block.get('uri') or '?'} {block.get('name') or ''}]".replace(" ]", "]")
+    return f"[{kind or 'unknown'} content]"
+
+
+def format_call(result: Any, style: Style = PLAIN) -> str:
+    """``turns.callTool``: text as text, other blocks summarised, structuredContent as JSON."""
+    r = obj(result)
+    parts = [_content_block(block) for block in items(r, "content")]
+    if r.get("structuredContent") is not None:
+        parts.append(dumps(r["structuredContent"]))
+    text = "\n".join(parts)
+    return style.red(text) if r.get("isError") and text else text
+
+
+def _call_failed(result: Any) -> str | None:
+    return "the tool reported an error (isError)" if obj(result).get("isError") else None
+
+
+def _call_params(args: argparse.Namespace) -> dict[str, Any]:
+    text = read_text("-") if args.arguments == "-" else args.arguments
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"ARGUMENTS is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(arguments, dict):
+        raise UsageError('ARGUMENTS must be a JSON object, e.g. \'{"path": "/tmp"}\'')
+    params = {"turnId": args.turn, "name": args.name, "arguments": arguments}
+    return params | ({"callId": args.call_id} if args.call_id else {})
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "turn begin",
+        "begin a turn: discover the tools of the conversation's servers",
+        "meworkctl turn begin chat-1",
+        method="turns.begin",
+        args=(
+            arg("conversation", metavar="CONV", help="the conversation id"),
+            arg("--parent", metavar="TURN", help="a subagent's turn: inherit this turn's tools"),
+        ),
+        params=pick(conversationId="conversation", parentTurnId="parent"),
+        render=show(format_turn),
+        wait=True,
+    ),
+    Command(
+        "turn end",
+        "end a turn (its sessions stay pooled)",
+        "meworkctl turn end t-123",
+        method="turns.end",
+        args=(TURN,),
+        params=pick(turnId="turn"),
+        render=say("ended {turn}"),
+    ),
+    Command(
+        "turn cancel",
+        "cancel a turn's calls in flight",
+        "meworkctl turn cancel t-123",
+        method="turns.cancel",
+        args=(TURN, arg("--call", metavar="ID", help="only this call")),
+        params=pick(turnId="turn", callId="call"),
+        render=say("cancelled calls of {turn}"),
+    ),
+    Command(
+        "call",
+        "call a tool in a turn, as the model would",
+        'meworkctl call t-123 mcp__filesystem_1a2b3c__read-file__4d5e6f \'{"path": "/tmp/x"}\'',
+        method="turns.callTool",
+        args=(
+            TURN,
+            arg("name", metavar="NAME", help="the bound tool name (from turn begin)"),
+            arg(
+                "arguments",
+                metavar="ARGUMENTS",
+                nargs="?",
+                default="{}",
+                help="the arguments as a JSON object, or - to read them from stdin",
+            ),
+            arg("--call-id", metavar="ID", help="an id for turn cancel --call"),
+        ),
+        params=_call_params,
+        render=show(format_call),
+        failed=_call_failed,
+        wait=True,
+        details="Waits for approval when the conversation's level asks for it. Prints text "
+        "content, summarises other content and exits 1 when the tool reports isError.",
+    ),
+)
