@@ -27,16 +27,9 @@ from watchfiles._rust_notify import RustNotify  # see watch() for why not awatch
 from meworkd.base.errors import InvalidSettings, SettingsUnreadable
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.settings.model import (
-    DEFAULT_DOCUMENT,
-    Settings,
-    SettingsDiff,
-    check_depth,
-    decode_document,
-    diff_settings,
-    duplicate_keys,
-    parse_settings,
-)
+from meworkd.settings.diff import SettingsDiff, diff_settings
+from meworkd.settings.model import DEFAULT_DOCUMENT, Settings
+from meworkd.settings.parse import check_depth, decode_document, duplicate_keys, parse_settings
 
 __all__ = ["Listener", "SettingsStore"]
 
