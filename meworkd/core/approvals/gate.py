@@ -1,16 +1,13 @@
 """Approvals: apply the decision table, run PermissionRequest hooks, ask the user and wait.
 
 Nothing runs without the permission the rules require. An approval request goes to every
-subscribed frontend; the first answer wins; no answer in time, a cancelled call and a daemon
-shutdown all deny.
+subscribed frontend through the prompt broker; the first answer wins; no answer in time, a
+cancelled call and a daemon shutdown all deny.
 """
 
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-import anyio
 
 from meworkd.base.errors import ApprovalNotFound, InvalidParams
 from meworkd.base.events import EventBus
@@ -29,6 +26,7 @@ from meworkd.core.approvals.policy import (
     requires_user_interaction,
     resolve,
 )
+from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
 from meworkd.settings import Settings
 
 __all__ = ["Approvals", "CallContext", "Decision"]
@@ -59,20 +57,28 @@ class Decision:
     rule: Rule = Rule.RUN
 
 
-@dataclass(slots=True)
-class _Pending:
-    request: dict[str, Any]
-    turn_id: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    decision: Decision | None = None
+def _resolution(decision: Decision) -> dict[str, Any]:
+    return {
+        "decision": "allow" if decision.allowed else "deny",
+        "decidedBy": decision.decided_by.value,
+        "reason": decision.reason,
+    }
+
+
+APPROVAL_PROMPTS: PromptKind[Decision] = PromptKind(
+    id_key="approvalId",
+    requested="approval.requested",
+    resolved="approval.resolved",
+    resolution=_resolution,
+    not_found=ApprovalNotFound,
+)
+_SHUTTING_DOWN = "meworkd is shutting down"
 
 
 class Approvals:
     def __init__(self, bus: EventBus, settings: Callable[[], Settings]) -> None:
-        self._bus = bus
         self._settings = settings
-        self._pending: dict[str, _Pending] = {}
-        self._closed = False
+        self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
 
     async def authorize(self, call: CallContext) -> Decision:
         settings = self._settings()
@@ -126,87 +132,52 @@ class Approvals:
         return verdict.behavior, verdict.message
 
     async def _ask(self, call: CallContext, reason: str, rule: Rule) -> Decision:
-        if self._closed:
-            return Decision(False, DecidedBy.SHUTDOWN, "meworkd is shutting down", rule)
-        approval_id = uuid.uuid4().hex[:12]
-        request = {
-            "approvalId": approval_id,
-            "conversationId": call.conversation_id,
-            "turnId": call.turn_id,
-            "callId": call.call_id,
-            "name": call.name,
-            "server": call.server,
-            "tool": call.tool,
-            "arguments": call.arguments,
-            "reason": reason,
-            "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
-        }
-        pending = _Pending(request, call.turn_id)
-        self._pending[approval_id] = pending
-        self._bus.publish("approval.requested", request)
-        timeout = self._settings().mcp.approval_timeout_seconds
-        waited = anyio.move_on_after(timeout)
-        try:
-            with waited:
-                await pending.done.wait()
-        finally:
-            self._pending.pop(approval_id, None)
-            if pending.decision is None:
-                # No answer: the wait timed out, or the call itself was cancelled. Both deny.
-                pending.decision = (
-                    Decision(
-                        False,
-                        DecidedBy.TIMEOUT,
-                        f"nobody answered the approval request within {timeout:g} s",
-                        rule,
-                    )
-                    if waited.cancelled_caught
-                    else Decision(False, DecidedBy.CANCELLED, "the call was cancelled", rule)
-                )
-            self._bus.publish(
-                "approval.resolved",
-                {
-                    "approvalId": approval_id,
-                    "decision": "allow" if pending.decision.allowed else "deny",
-                    "decidedBy": pending.decision.decided_by.value,
-                    "reason": pending.decision.reason,
-                },
-            )
-        return pending.decision
+        within = self._settings().mcp.approval_timeout_seconds
+
+        def unanswered(why: Unanswered) -> Decision:
+            if why is Unanswered.TIMEOUT:
+                text = f"nobody answered the approval request within {within:g} s"
+                return Decision(False, DecidedBy.TIMEOUT, text, rule)
+            if why is Unanswered.CANCELLED:
+                return Decision(False, DecidedBy.CANCELLED, "the call was cancelled", rule)
+            return Decision(False, DecidedBy.SHUTDOWN, _SHUTTING_DOWN, rule)
+
+        return await self._prompts.ask(
+            Subject(call.conversation_id, call.turn_id, call.call_id),
+            {
+                "name": call.name,
+                "server": call.server,
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "reason": reason,
+                "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
+            },
+            within=within,
+            unanswered=unanswered,
+        )
 
     def respond(self, approval_id: str, decision: str, reason: str | None) -> dict[str, Any]:
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
-        pending = self._pending.get(approval_id)
-        if pending is None or pending.decision is not None:
-            raise ApprovalNotFound(approval_id)
         allowed = decision == "allow"
-        pending.decision = Decision(
-            allowed,
-            DecidedBy.USER,
-            reason or ("allowed by the user" if allowed else "denied by the user"),
+        self._prompts.answer(
+            approval_id,
+            Decision(
+                allowed,
+                DecidedBy.USER,
+                reason or ("allowed by the user" if allowed else "denied by the user"),
+            ),
         )
-        pending.done.set()
         return {"approvalId": approval_id, "decision": decision}
 
     def list(self) -> list[dict[str, Any]]:
-        return [p.request for p in self._pending.values() if p.decision is None]
+        return self._prompts.open_questions()
 
     def deny_turn(
         self, turn_id: str, why: DecidedBy, reason: str, call_id: str | None = None
     ) -> None:
         """Deny what waits in ``turn_id`` (only the call ``call_id`` when one is given)."""
-        for pending in list(self._pending.values()):
-            # turns.cancel with a callId denies that call's request only.
-            if call_id is not None and pending.request["callId"] != call_id:
-                continue
-            if pending.turn_id == turn_id and pending.decision is None:
-                pending.decision = Decision(False, why, reason)
-                pending.done.set()
+        self._prompts.cancel(turn_id, Decision(False, why, reason), call_id)
 
     def shutdown(self) -> None:
-        self._closed = True
-        for pending in list(self._pending.values()):
-            if pending.decision is None:
-                pending.decision = Decision(False, DecidedBy.SHUTDOWN, "meworkd is shutting down")
-                pending.done.set()
+        self._prompts.stop(lambda _why: Decision(False, DecidedBy.SHUTDOWN, _SHUTTING_DOWN))
