@@ -301,8 +301,9 @@ class Turns:
                         tool=binding.tool,
                         arguments=arguments,
                         level=conversation.approval_level,  # type: ignore[arg-type]
-                        tool_meta=binding.meta,
-                    )
+                        requires_user=requires_user_interaction(binding.meta),
+                    ),
+                    self._store.settings,
                 )
                 if not decision.allowed:
                     self._record(

@@ -11,6 +11,8 @@ from typing import Any
 from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
 
+from meworkd.settings.hooks import HookSet
+
 __all__ = [
     "CONNECTION_FIELDS",
     "DEFAULT_DOCUMENT",
@@ -103,5 +105,5 @@ class Settings:
     server_errors: Mapping[str, str] = field(default_factory=dict)
     mcp: McpOptions = field(default_factory=McpOptions)
     presets: Mapping[str, Preset] = field(default_factory=dict)
-    permission_hooks: object = None
+    hooks: HookSet = field(default_factory=HookSet)
     errors: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from meworkd.base.errors import InvalidSettings
+from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.model import McpOptions, Preset, ServerConfig, Settings
 
 __all__ = [
@@ -273,7 +274,8 @@ def parse_settings(doc: Mapping[str, Any], previous: Settings | None = None) -> 
     """Build a snapshot from a decoded document, entry by entry.
 
     An invalid server entry keeps ``previous``'s definition (if it had one) and is reported in
-    ``server_errors``; an invalid ``mcp``/``presets`` section keeps the previous one.
+    ``server_errors``; an invalid ``mcp``/``presets`` section keeps the previous one. Hooks fail
+    closed instead: a malformed one is left out and reported, never replaced by an older one.
     """
     previous = previous or Settings()
     errors: list[str] = []
@@ -284,11 +286,12 @@ def parse_settings(doc: Mapping[str, Any], previous: Settings | None = None) -> 
         errors.append(exc.message)
         mcp = previous.mcp
     presets = _parse_presets(_section(doc, "presets") or {}, previous, errors)
+    hooks = parse_hook_set(_section(doc, "hooks"))
     return Settings(
         servers=servers,
         server_errors=server_errors,
         mcp=mcp,
         presets=presets,
-        permission_hooks=_section(doc, "hooks", "PermissionRequest"),
-        errors=tuple(errors),
+        hooks=hooks,
+        errors=(*errors, *hooks.errors),
     )

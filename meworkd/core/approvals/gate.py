@@ -2,32 +2,27 @@
 
 Nothing runs without the permission the rules require. An approval request goes to every
 subscribed frontend through the prompt broker; the first answer wins; no answer in time, a
-cancelled call and a daemon shutdown all deny.
+cancelled call and a daemon shutdown all deny. A call that a malformed hook may have concerned is
+never allowed by a hook: it is asked of the user (a hook's deny still denies).
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from meworkd.base.errors import ApprovalNotFound, InvalidParams
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.approvals.hooks import (
-    PermissionRequest,
-    parse_permission_hooks,
-    run_permission_hooks,
-)
+from meworkd.core.approvals.hook_runner import PermissionRequest, run_hooks
 from meworkd.core.approvals.policy import (
     ApprovalLevel,
     DecidedBy,
     Rule,
     approval_reason,
     decide,
-    requires_user_interaction,
     resolve,
 )
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
-from meworkd.settings import Settings
+from meworkd.settings import HookSet, Settings
 
 __all__ = ["Approvals", "CallContext", "Decision"]
 
@@ -46,7 +41,8 @@ class CallContext:
     tool: str  # the server's own name
     arguments: dict[str, Any]
     level: ApprovalLevel
-    tool_meta: object
+    # The server marks the tool as needing the user (read from its _meta once, at bind).
+    requires_user: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,19 +72,18 @@ _SHUTTING_DOWN = "meworkd is shutting down"
 
 
 class Approvals:
-    def __init__(self, bus: EventBus, settings: Callable[[], Settings]) -> None:
-        self._settings = settings
+    def __init__(self, bus: EventBus) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
 
-    async def authorize(self, call: CallContext) -> Decision:
-        settings = self._settings()
+    async def authorize(self, call: CallContext, settings: Settings) -> Decision:
+        """Decide ``call`` under ``settings``, the snapshot the caller read for this decision."""
         config = settings.servers.get(call.server)
-        mandatory = requires_user_interaction(call.tool_meta)
+        mandatory = call.requires_user
         auto_off = config is not None and call.tool in config.disabled_auto_approve_tools
         rule = decide(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
         if rule is Rule.RUN:
             return Decision(True, DecidedBy.LEVEL, f"approval level {call.level}", rule)
-        verdict_behavior, verdict_message = await self._hooks(call, settings)
+        verdict_behavior, verdict_message = await self._hooks(call, settings.hooks)
         outcome, by = resolve(rule, verdict_behavior)
         if outcome == "run":
             return Decision(True, by or DecidedBy.HOOK, verdict_message, rule)
@@ -100,16 +95,17 @@ class Approvals:
                 rule,
             )
         reason = approval_reason(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
-        return await self._ask(call, reason or "approval required", rule)
+        within = settings.mcp.approval_timeout_seconds
+        return await self._ask(call, reason or "approval required", rule, within)
 
-    async def _hooks(self, call: CallContext, settings: Settings) -> tuple[str | None, str | None]:
-        matchers, errors = parse_permission_hooks(settings.permission_hooks)
-        for error in errors:
+    async def _hooks(self, call: CallContext, hooks: HookSet) -> tuple[str | None, str | None]:
+        for error in hooks.errors:
             log.warning("hooks.invalid", error=error)
-        if not matchers:
+        selected = hooks.select(call.name)
+        if not selected:
             return None, None
-        verdict = await run_permission_hooks(
-            matchers,
+        verdict = await run_hooks(
+            selected,
             PermissionRequest(
                 conversation_id=call.conversation_id,
                 tool_name=call.name,
@@ -129,11 +125,13 @@ class Approvals:
                 note=detail.note,
                 ms=detail.duration_ms,
             )
+        if verdict.behavior == "allow" and hooks.unreadable_for(call.name):
+            # Fail closed: the malformed entry may have been the one that denies.
+            log.warning("hooks.allow_withheld", name=call.name)
+            return None, None
         return verdict.behavior, verdict.message
 
-    async def _ask(self, call: CallContext, reason: str, rule: Rule) -> Decision:
-        within = self._settings().mcp.approval_timeout_seconds
-
+    async def _ask(self, call: CallContext, reason: str, rule: Rule, within: float) -> Decision:
         def unanswered(why: Unanswered) -> Decision:
             if why is Unanswered.TIMEOUT:
                 text = f"nobody answered the approval request within {within:g} s"
