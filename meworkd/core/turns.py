@@ -300,7 +300,7 @@ class Turns:
                         server=binding.server,
                         tool=binding.tool,
                         arguments=arguments,
-                        level=conversation.approval_level,  # type: ignore[arg-type]
+                        level=conversation.approval_level,
                         requires_user=requires_user_interaction(binding.meta),
                     ),
                     self._store.settings,
