@@ -717,7 +717,7 @@ async def b4_throughput(
 
 
 async def b5(daemon: DaemonProc, sz: Sizes) -> list[dict]:
-    from meworkd.settings.store import WATCH_DEBOUNCE_MS, WATCH_STEP_MS
+    from meworkd.settings.watch import WATCH_DEBOUNCE_MS, WATCH_STEP_MS
 
     lat: list[float] = []
     async with connect(daemon.socket) as ev:

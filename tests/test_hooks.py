@@ -11,18 +11,20 @@ import msgspec
 import psutil
 import pytest
 
-from meworkd.core.approvals.hooks import (
+from meworkd.core.approvals.hook_runner import (
     MAX_MESSAGE_CHARS,
     MAX_OUTPUT_BYTES,
-    HookCommand,
-    HookMatcher,
     HookVerdict,
     PermissionRequest,
     interpret_output,
+    run_permission_hooks,
+)
+from meworkd.settings.hooks import (
+    HookCommand,
+    HookMatcher,
     matcher_error,
     matcher_matches,
     parse_permission_hooks,
-    run_permission_hooks,
 )
 
 NAME = "mcp__docs_3b7a2c__search__9f00aa"

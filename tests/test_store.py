@@ -20,7 +20,7 @@ from meworkd.base.errors import MeworkError, SettingsUnreadable
 from meworkd.base.events import EventBus, Subscription
 from meworkd.settings import DEFAULT_DOCUMENT
 from meworkd.settings import edits as registry
-from meworkd.settings import store as store_module
+from meworkd.settings import files as store_module
 from meworkd.settings.store import SettingsStore
 from tests.daemon_fixture import (
     DocModel,

@@ -60,7 +60,7 @@ class Daemon:
         self.pool = SessionPool(
             self.environ, self.logs, self.ledger, self.bus, lambda: self.store.settings
         )
-        self.approvals = Approvals(self.bus, lambda: self.store.settings)
+        self.approvals = Approvals(self.bus)
         self.db: StateDB | None = None
         self._turns: Turns | None = None
         self.started_at = time.monotonic()

@@ -14,11 +14,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
+from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
 from meworkd.base.errors import ConflictError, ConversationNotFound
 from meworkd.base.log import get_logger
@@ -29,11 +30,11 @@ SCHEMA_VERSION = 1
 AUDIT_BATCH_DELAY = 0.02  # seconds; also what a crash of the daemon may lose
 
 log = get_logger("meworkd.state")
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
     mcp_servers TEXT NOT NULL DEFAULT '[]',
-    approval_level TEXT NOT NULL DEFAULT 'request_approval',
+    approval_level TEXT NOT NULL DEFAULT '{DEFAULT_APPROVAL_LEVEL}',
     preset TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
@@ -68,7 +69,7 @@ def now_iso(timestamp: float | None = None) -> str:
 class Conversation:
     id: str
     mcp_servers: tuple[str, ...]
-    approval_level: str
+    approval_level: ApprovalLevel
     preset: str | None
     created_at: str
     updated_at: str
@@ -126,7 +127,8 @@ class StateDB:
         return Conversation(
             id=row["id"],
             mcp_servers=tuple(json.loads(row["mcp_servers"])),
-            approval_level=row["approval_level"],
+            # Written only from validated params (and an unknown level would ask: policy.decide).
+            approval_level=cast(ApprovalLevel, row["approval_level"]),
             preset=row["preset"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -136,7 +138,7 @@ class StateDB:
         self,
         conversation_id: str | None,
         mcp_servers: list[str],
-        approval_level: str,
+        approval_level: ApprovalLevel,
         preset: str | None,
     ) -> Conversation:
         cid = conversation_id or uuid.uuid4().hex
@@ -173,7 +175,7 @@ class StateDB:
         conversation_id: str,
         *,
         mcp_servers: list[str] | None = None,
-        approval_level: str | None = None,
+        approval_level: ApprovalLevel | None = None,
         preset: str | msgspec.UnsetType | None = msgspec.UNSET,
     ) -> Conversation:
         """Change what is given; ``preset`` None clears the label, UNSET keeps it."""

@@ -300,9 +300,10 @@ class Turns:
                         server=binding.server,
                         tool=binding.tool,
                         arguments=arguments,
-                        level=conversation.approval_level,  # type: ignore[arg-type]
-                        tool_meta=binding.meta,
-                    )
+                        level=conversation.approval_level,
+                        requires_user=requires_user_interaction(binding.meta),
+                    ),
+                    self._store.settings,
                 )
                 if not decision.allowed:
                     self._record(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meworkd.base.errors import InvalidParams
-from meworkd.settings.model import keep_duplicates
+from meworkd.settings.parse import keep_duplicates
 
 __all__ = ["ImportDocument", "parse_import"]
 

@@ -1,8 +1,8 @@
 """Server registration as edits of the settings document (pure functions on the raw dict).
 
-Every function validates what it writes, raises a :mod:`meworkd.errors` error instead of writing
-something invalid, and leaves keys it does not own untouched (including unknown keys inside an
-entry), so they can run inside :meth:`SettingsStore.mutate`.
+Every function validates what it writes, raises a :mod:`meworkd.base.errors` error instead of
+writing something invalid, and leaves keys it does not own untouched (including unknown keys
+inside an entry), so they can run inside :meth:`SettingsStore.mutate`.
 """
 
 from collections.abc import Mapping
@@ -15,13 +15,8 @@ from meworkd.base.errors import (
     PresetNotFound,
     ServerNotFound,
 )
-from meworkd.settings import (
-    McpOptions,
-    canonical_type,
-    parse_mcp_options,
-    parse_preset,
-    parse_server,
-)
+from meworkd.settings.model import McpOptions
+from meworkd.settings.parse import canonical_type, parse_mcp_options, parse_preset, parse_server
 
 __all__ = [
     "OnConflict",

@@ -267,7 +267,7 @@ async def test_hand_edit_in_the_check_to_rename_window(
     the store swapped and checked what it displaced, this edit was overwritten unseen.
     """
     from meworkd.base.events import EventBus
-    from meworkd.settings import store as store_module
+    from meworkd.settings import files as store_module
     from meworkd.settings.store import SettingsStore
 
     path = rel_tmp / "settings.json"

@@ -1,35 +1,28 @@
 """Approvals: apply the decision table, run PermissionRequest hooks, ask the user and wait.
 
 Nothing runs without the permission the rules require. An approval request goes to every
-subscribed frontend; the first answer wins; no answer in time, a cancelled call and a daemon
-shutdown all deny.
+subscribed frontend through the prompt broker; the first answer wins; no answer in time, a
+cancelled call and a daemon shutdown all deny. A call that a malformed hook may have concerned is
+never allowed by a hook: it is asked of the user (a hook's deny still denies).
 """
 
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-import anyio
 
 from meworkd.base.errors import ApprovalNotFound, InvalidParams
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.approvals.hooks import (
-    PermissionRequest,
-    parse_permission_hooks,
-    run_permission_hooks,
-)
+from meworkd.core.approvals.hook_runner import PermissionRequest, run_hooks
 from meworkd.core.approvals.policy import (
     ApprovalLevel,
     DecidedBy,
     Rule,
     approval_reason,
     decide,
-    requires_user_interaction,
     resolve,
 )
-from meworkd.settings import Settings
+from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
+from meworkd.settings import HookSet, Settings
 
 __all__ = ["Approvals", "CallContext", "Decision"]
 
@@ -48,7 +41,8 @@ class CallContext:
     tool: str  # the server's own name
     arguments: dict[str, Any]
     level: ApprovalLevel
-    tool_meta: object
+    # The server marks the tool as needing the user (read from its _meta once, at bind).
+    requires_user: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,30 +53,37 @@ class Decision:
     rule: Rule = Rule.RUN
 
 
-@dataclass(slots=True)
-class _Pending:
-    request: dict[str, Any]
-    turn_id: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    decision: Decision | None = None
+def _resolution(decision: Decision) -> dict[str, Any]:
+    return {
+        "decision": "allow" if decision.allowed else "deny",
+        "decidedBy": decision.decided_by.value,
+        "reason": decision.reason,
+    }
+
+
+APPROVAL_PROMPTS: PromptKind[Decision] = PromptKind(
+    id_key="approvalId",
+    requested="approval.requested",
+    resolved="approval.resolved",
+    resolution=_resolution,
+    not_found=ApprovalNotFound,
+)
+_SHUTTING_DOWN = "meworkd is shutting down"
 
 
 class Approvals:
-    def __init__(self, bus: EventBus, settings: Callable[[], Settings]) -> None:
-        self._bus = bus
-        self._settings = settings
-        self._pending: dict[str, _Pending] = {}
-        self._closed = False
+    def __init__(self, bus: EventBus) -> None:
+        self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
 
-    async def authorize(self, call: CallContext) -> Decision:
-        settings = self._settings()
+    async def authorize(self, call: CallContext, settings: Settings) -> Decision:
+        """Decide ``call`` under ``settings``, the snapshot the caller read for this decision."""
         config = settings.servers.get(call.server)
-        mandatory = requires_user_interaction(call.tool_meta)
+        mandatory = call.requires_user
         auto_off = config is not None and call.tool in config.disabled_auto_approve_tools
         rule = decide(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
         if rule is Rule.RUN:
             return Decision(True, DecidedBy.LEVEL, f"approval level {call.level}", rule)
-        verdict_behavior, verdict_message = await self._hooks(call, settings)
+        verdict_behavior, verdict_message = await self._hooks(call, settings.hooks)
         outcome, by = resolve(rule, verdict_behavior)
         if outcome == "run":
             return Decision(True, by or DecidedBy.HOOK, verdict_message, rule)
@@ -94,16 +95,17 @@ class Approvals:
                 rule,
             )
         reason = approval_reason(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
-        return await self._ask(call, reason or "approval required", rule)
+        within = settings.mcp.approval_timeout_seconds
+        return await self._ask(call, reason or "approval required", rule, within)
 
-    async def _hooks(self, call: CallContext, settings: Settings) -> tuple[str | None, str | None]:
-        matchers, errors = parse_permission_hooks(settings.permission_hooks)
-        for error in errors:
+    async def _hooks(self, call: CallContext, hooks: HookSet) -> tuple[str | None, str | None]:
+        for error in hooks.errors:
             log.warning("hooks.invalid", error=error)
-        if not matchers:
+        selected = hooks.select(call.name)
+        if not selected:
             return None, None
-        verdict = await run_permission_hooks(
-            matchers,
+        verdict = await run_hooks(
+            selected,
             PermissionRequest(
                 conversation_id=call.conversation_id,
                 tool_name=call.name,
@@ -123,90 +125,57 @@ class Approvals:
                 note=detail.note,
                 ms=detail.duration_ms,
             )
+        if verdict.behavior == "allow" and hooks.unreadable_for(call.name):
+            # Fail closed: the malformed entry may have been the one that denies.
+            log.warning("hooks.allow_withheld", name=call.name)
+            return None, None
         return verdict.behavior, verdict.message
 
-    async def _ask(self, call: CallContext, reason: str, rule: Rule) -> Decision:
-        if self._closed:
-            return Decision(False, DecidedBy.SHUTDOWN, "meworkd is shutting down", rule)
-        approval_id = uuid.uuid4().hex[:12]
-        request = {
-            "approvalId": approval_id,
-            "conversationId": call.conversation_id,
-            "turnId": call.turn_id,
-            "callId": call.call_id,
-            "name": call.name,
-            "server": call.server,
-            "tool": call.tool,
-            "arguments": call.arguments,
-            "reason": reason,
-            "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
-        }
-        pending = _Pending(request, call.turn_id)
-        self._pending[approval_id] = pending
-        self._bus.publish("approval.requested", request)
-        timeout = self._settings().mcp.approval_timeout_seconds
-        waited = anyio.move_on_after(timeout)
-        try:
-            with waited:
-                await pending.done.wait()
-        finally:
-            self._pending.pop(approval_id, None)
-            if pending.decision is None:
-                # No answer: the wait timed out, or the call itself was cancelled. Both deny.
-                pending.decision = (
-                    Decision(
-                        False,
-                        DecidedBy.TIMEOUT,
-                        f"nobody answered the approval request within {timeout:g} s",
-                        rule,
-                    )
-                    if waited.cancelled_caught
-                    else Decision(False, DecidedBy.CANCELLED, "the call was cancelled", rule)
-                )
-            self._bus.publish(
-                "approval.resolved",
-                {
-                    "approvalId": approval_id,
-                    "decision": "allow" if pending.decision.allowed else "deny",
-                    "decidedBy": pending.decision.decided_by.value,
-                    "reason": pending.decision.reason,
-                },
-            )
-        return pending.decision
+    async def _ask(self, call: CallContext, reason: str, rule: Rule, within: float) -> Decision:
+        def unanswered(why: Unanswered) -> Decision:
+            if why is Unanswered.TIMEOUT:
+                text = f"nobody answered the approval request within {within:g} s"
+                return Decision(False, DecidedBy.TIMEOUT, text, rule)
+            if why is Unanswered.CANCELLED:
+                return Decision(False, DecidedBy.CANCELLED, "the call was cancelled", rule)
+            return Decision(False, DecidedBy.SHUTDOWN, _SHUTTING_DOWN, rule)
+
+        return await self._prompts.ask(
+            Subject(call.conversation_id, call.turn_id, call.call_id),
+            {
+                "name": call.name,
+                "server": call.server,
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "reason": reason,
+                "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
+            },
+            within=within,
+            unanswered=unanswered,
+        )
 
     def respond(self, approval_id: str, decision: str, reason: str | None) -> dict[str, Any]:
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
-        pending = self._pending.get(approval_id)
-        if pending is None or pending.decision is not None:
-            raise ApprovalNotFound(approval_id)
         allowed = decision == "allow"
-        pending.decision = Decision(
-            allowed,
-            DecidedBy.USER,
-            reason or ("allowed by the user" if allowed else "denied by the user"),
+        self._prompts.answer(
+            approval_id,
+            Decision(
+                allowed,
+                DecidedBy.USER,
+                reason or ("allowed by the user" if allowed else "denied by the user"),
+            ),
         )
-        pending.done.set()
         return {"approvalId": approval_id, "decision": decision}
 
     def list(self) -> list[dict[str, Any]]:
-        return [p.request for p in self._pending.values() if p.decision is None]
+        return self._prompts.open_questions()
 
     def deny_turn(
         self, turn_id: str, why: DecidedBy, reason: str, call_id: str | None = None
     ) -> None:
         """Deny what waits in ``turn_id`` (only the call ``call_id`` when one is given)."""
-        for pending in list(self._pending.values()):
-            # turns.cancel with a callId denies that call's request only.
-            if call_id is not None and pending.request["callId"] != call_id:
-                continue
-            if pending.turn_id == turn_id and pending.decision is None:
-                pending.decision = Decision(False, why, reason)
-                pending.done.set()
+        self._prompts.cancel(turn_id, Decision(False, why, reason), call_id)
 
     def shutdown(self) -> None:
-        self._closed = True
-        for pending in list(self._pending.values()):
-            if pending.decision is None:
-                pending.decision = Decision(False, DecidedBy.SHUTDOWN, "meworkd is shutting down")
-                pending.done.set()
+        self._prompts.stop(lambda _why: Decision(False, DecidedBy.SHUTDOWN, _SHUTTING_DOWN))

@@ -1,73 +1,51 @@
-"""Claude Code-compatible PermissionRequest hooks: settings validation, matching and the runner.
+"""Running PermissionRequest hooks for one call and combining what they say.
 
 A hook is a shell command that gets the request JSON on stdin and may allow or deny the call; a
-crash, a timeout or unclear output is no decision, and any deny wins over any allow.
+crash, a timeout or unclear output is no decision, and any deny wins over any allow. The hooks
+themselves were read and validated with the settings (:mod:`meworkd.settings.hooks`).
 """
 
-import functools
 import json
-import math
 import os
-import re
 import shlex
 import time
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from meworkd.base.procgroup import close_process
+from meworkd.settings import (
+    PERMISSION_HOOKS_PATH,
+    HookCommand,
+    HookGroup,
+    HookMatcher,
+    compile_matcher,
+    select_hooks,
+)
 
 __all__ = [
-    "DEFAULT_TIMEOUT_SECONDS",
     "EVENT_NAME",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTPUT_BYTES",
-    "HookCommand",
-    "HookMatcher",
     "HookOutcome",
     "HookVerdict",
     "PermissionRequest",
     "interpret_output",
-    "matcher_error",
-    "matcher_matches",
-    "parse_permission_hooks",
+    "run_hooks",
     "run_permission_hooks",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = 60.0
 MAX_OUTPUT_BYTES = 64 * 1024
 MAX_MESSAGE_CHARS = 1000
 EVENT_NAME = "PermissionRequest"
-_SETTINGS_PATH = "hooks.PermissionRequest"
 # After SIGKILL a process dies at once; the bound only guards against a wedged (D-state) child.
 _REAP_SECONDS = 5.0
 _READ_CHUNK = 65536
-# Claude Code: a matcher made only of these characters is an exact name (or a list of names).
-_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_\- ,|]*")
-_MATCHER_SEPARATORS = re.compile(r"[|,]")
-# Claude Code fields that change when or how a hook runs; ignoring them could make a hook run
-# (and allow) where its author did not mean it to, so such a hook is skipped and reported.
-_UNSUPPORTED_FIELDS = ("if", "args", "async", "asyncRewake")
 
 Behavior = Literal["allow", "deny"]
-
-
-class HookCommand(msgspec.Struct, frozen=True, kw_only=True):
-    """One ``{"type": "command", "command": ..., "timeout": ...}`` hook handler."""
-
-    type: Literal["command"] = "command"
-    command: Annotated[str, msgspec.Meta(min_length=1)]
-    timeout: Annotated[float, msgspec.Meta(gt=0)] = DEFAULT_TIMEOUT_SECONDS
-
-
-class HookMatcher(msgspec.Struct, frozen=True, kw_only=True):
-    """A matcher group: hook commands run for tool names that ``matcher`` selects."""
-
-    matcher: str = ""
-    hooks: tuple[HookCommand, ...] = ()
 
 
 class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,125 +81,6 @@ class HookVerdict(msgspec.Struct, frozen=True, kw_only=True):
     hook_command: str | None = None
     details: list[HookOutcome] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
-
-
-# --- matching ----------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str] | str:
-    """The compiled pattern, or the reason it does not compile."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        return f"invalid regular expression: {exc.msg}"
-
-
-def _is_match_all(matcher: str) -> bool:
-    return matcher in ("", "*")
-
-
-def _is_exact(matcher: str) -> bool:
-    return _EXACT_MATCHER.fullmatch(matcher) is not None
-
-
-def matcher_error(matcher: str) -> str | None:
-    """Why ``matcher`` can never match (an invalid regular expression), or None."""
-    if _is_match_all(matcher) or _is_exact(matcher):
-        return None
-    compiled = _compile(matcher)
-    return compiled if isinstance(compiled, str) else None
-
-
-def matcher_matches(matcher: str, tool_name: str) -> bool:
-    """Claude Code's rule: ``""``/``"*"`` match all; names-only is exact; else a regex search.
-
-    Exact form: letters, digits, ``_``, ``-``, spaces, ``,`` and ``|`` only, a list of names
-    separated by ``|`` or ``,``. Anything else is an unanchored regex (``re.search``); an invalid
-    one matches nothing (see :func:`matcher_error`).
-    """
-    if _is_match_all(matcher):
-        return True
-    if _is_exact(matcher):
-        return tool_name in {part.strip() for part in _MATCHER_SEPARATORS.split(matcher)}
-    compiled = _compile(matcher)
-    return not isinstance(compiled, str) and compiled.search(tool_name) is not None
-
-
-# --- settings ----------------------------------------------------------------------------------
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _parse_hook(raw: object, path: str, errors: list[str]) -> HookCommand | None:
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object")
-        return None
-    ok = True
-    kind = raw.get("type")
-    if kind != "command":
-        shown = f"unsupported hook type {kind!r}, " if isinstance(kind, str) else ""
-        errors.append(f'{path}.type: {shown}expected "command"')
-        ok = False
-    command = raw.get("command")
-    if not isinstance(command, str) or not command.strip():
-        errors.append(f"{path}.command: expected a non-empty string")
-        ok = False
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT_SECONDS)
-    if not _is_number(timeout) or not math.isfinite(timeout) or timeout <= 0:
-        errors.append(f"{path}.timeout: expected number > 0")
-        ok = False
-    for key in _UNSUPPORTED_FIELDS:
-        if raw.get(key) not in (None, False):
-            errors.append(f"{path}.{key}: not supported by meworkd, the hook is skipped")
-            ok = False
-    shell = raw.get("shell")
-    if shell not in (None, "bash"):
-        errors.append(f'{path}.shell: only "bash" (run as /bin/sh -c) is supported')
-        ok = False
-    if not ok or not isinstance(command, str):
-        return None
-    return HookCommand(command=command, timeout=float(timeout))
-
-
-def parse_permission_hooks(raw: object) -> tuple[list[HookMatcher], list[str]]:
-    """Validate the value of ``hooks.PermissionRequest`` (None when absent).
-
-    Invalid entries are left out and each problem is reported with its path, e.g.
-    ``hooks.PermissionRequest[0].hooks[1].timeout: expected number > 0``; valid ones are kept.
-    """
-    if raw is None:
-        return [], []
-    if not isinstance(raw, list):
-        return [], [f"{_SETTINGS_PATH}: expected a list"]
-    matchers: list[HookMatcher] = []
-    errors: list[str] = []
-    for i, group in enumerate(raw):
-        path = f"{_SETTINGS_PATH}[{i}]"
-        if not isinstance(group, dict):
-            errors.append(f"{path}: expected an object")
-            continue
-        matcher = group.get("matcher")
-        if matcher is None:
-            matcher = ""
-        if not isinstance(matcher, str):
-            errors.append(f"{path}.matcher: expected a string")
-            continue
-        problem = matcher_error(matcher)
-        if problem is not None:
-            errors.append(f"{path}.matcher: {problem}")
-            continue
-        raw_hooks = group.get("hooks")
-        if not isinstance(raw_hooks, list):
-            errors.append(f"{path}.hooks: expected a list")
-            continue
-        hooks = [_parse_hook(h, f"{path}.hooks[{j}]", errors) for j, h in enumerate(raw_hooks)]
-        valid = tuple(h for h in hooks if h is not None)
-        if valid:
-            matchers.append(HookMatcher(matcher=matcher, hooks=valid))
-    return matchers, errors
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -423,36 +282,44 @@ def _payload(request: PermissionRequest) -> bytes:
 def _select(
     matchers: Sequence[HookMatcher], tool_name: str, errors: list[str]
 ) -> list[HookCommand]:
-    selected: dict[str, HookCommand] = {}
+    groups: list[HookGroup] = []
     for i, group in enumerate(matchers):
-        problem = matcher_error(group.matcher)
-        if problem is not None:
-            errors.append(f"{_SETTINGS_PATH}[{i}].matcher: {problem}")
+        compiled = compile_matcher(group.matcher)
+        if isinstance(compiled, str):
+            errors.append(f"{PERMISSION_HOOKS_PATH}[{i}].matcher: {compiled}")
             continue
-        if matcher_matches(group.matcher, tool_name):
-            for hook in group.hooks:
-                # As in Claude Code, the same command configured twice runs once.
-                selected.setdefault(hook.command, hook)
-    return list(selected.values())
+        groups.append(HookGroup(group, compiled))
+    return select_hooks(groups, tool_name)
 
 
 async def run_permission_hooks(
     matchers: Sequence[HookMatcher], request: PermissionRequest
 ) -> HookVerdict:
-    """Run every hook whose matcher selects ``request.tool_name``, concurrently, and combine.
+    """Run every hook whose matcher (as written, compiled here) selects ``request.tool_name``.
 
-    Each hook is bounded by its own timeout; a cancelled caller kills every hook's process group
-    before this returns.
+    Settings loaded by the daemon hold their matchers compiled (:class:`HookSet`), and the gate
+    calls :func:`run_hooks` with the hooks it selected; this form takes matcher groups as given.
     """
     errors: list[str] = []
-    hooks = _select(matchers, request.tool_name, errors)
+    return await run_hooks(_select(matchers, request.tool_name, errors), request, errors)
+
+
+async def run_hooks(
+    hooks: Sequence[HookCommand], request: PermissionRequest, errors: Sequence[str] = ()
+) -> HookVerdict:
+    """Run ``hooks`` for ``request``, concurrently, and combine what they say.
+
+    Each hook is bounded by its own timeout; a cancelled caller kills every hook's process group
+    before this returns. ``errors`` are reported in the verdict as they are.
+    """
+    problems = list(errors)
     if not hooks:
-        return HookVerdict(errors=errors)
+        return HookVerdict(errors=problems)
     try:
         payload = _payload(request)
     except (TypeError, msgspec.EncodeError) as exc:
-        errors.append(f"the request cannot be encoded as JSON: {exc}")
-        return HookVerdict(errors=errors)
+        problems.append(f"the request cannot be encoded as JSON: {exc}")
+        return HookVerdict(errors=problems)
     cwd = request.cwd if await _is_dir(request.cwd) else None
     outcomes: list[HookOutcome | None] = [None] * len(hooks)
 
@@ -471,6 +338,6 @@ async def run_permission_hooks(
                 message=winner.message,
                 hook_command=winner.command,
                 details=details,
-                errors=errors,
+                errors=problems,
             )
-    return HookVerdict(details=details, errors=errors)
+    return HookVerdict(details=details, errors=problems)

@@ -1,0 +1,55 @@
+"""``${VAR}`` expansion of server entries: at connect time only, never written back."""
+
+import re
+from collections.abc import Mapping
+
+import msgspec
+
+from meworkd.base.errors import InvalidSettings
+from meworkd.settings.model import ServerConfig
+
+__all__ = ["VARIABLE", "UnsetVariable", "expand", "expand_server"]
+
+VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class UnsetVariable(InvalidSettings):
+    """A ``${VAR}`` without a default names a variable that is not set."""
+
+    kind = "unset_variable"
+
+    def __init__(self, variable: str, where: str) -> None:
+        super().__init__(f"{where}: environment variable ${{{variable}}} is not set")
+        self.variable = variable
+
+
+def expand(value: str, environ: Mapping[str, str], where: str = "value") -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}`` (and Cline's ``${env:VAR}``) from ``environ``."""
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match[1], match[2]
+        found = environ.get(name)
+        if found is None or (found == "" and default is not None):
+            if default is None:
+                raise UnsetVariable(name, where)
+            return default
+        return found
+
+    return VARIABLE.sub(substitute, value)
+
+
+def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -> ServerConfig:
+    """A copy of ``config`` with every connection field expanded."""
+
+    def one(value: str | None, key: str) -> str | None:
+        return None if value is None else expand(value, environ, f"{name}.{key}")
+
+    return msgspec.structs.replace(
+        config,
+        command=one(config.command, "command"),
+        args=tuple(expand(a, environ, f"{name}.args") for a in config.args),
+        env={k: expand(v, environ, f"{name}.env.{k}") for k, v in config.env.items()},
+        cwd=one(config.cwd, "cwd"),
+        url=one(config.url, "url"),
+        headers={k: expand(v, environ, f"{name}.headers.{k}") for k, v in config.headers.items()},
+    )

@@ -1,0 +1,297 @@
+"""From bytes to a :class:`Settings` snapshot: decoding, repeated keys, depth limits, validation.
+
+Entry by entry: a server, preset or ``mcp`` section that became invalid is reported and keeps its
+last good definition, so one typo does not take everything else down with it.
+"""
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from meworkd.base.errors import InvalidSettings
+from meworkd.settings.hooks import parse_hook_set
+from meworkd.settings.model import McpOptions, Preset, ServerConfig, Settings
+
+__all__ = [
+    "MAX_DOCUMENT_DEPTH",
+    "MAX_ENTRY_DEPTH",
+    "KeyedObject",
+    "canonical_type",
+    "check_depth",
+    "decode_document",
+    "duplicate_keys",
+    "keep_duplicates",
+    "parse_mcp_options",
+    "parse_preset",
+    "parse_server",
+    "parse_settings",
+    "too_deep_message",
+]
+
+MAX_ENTRY_DEPTH = 32  # no server entry needs more; far deeper ones break deep copies and JSON
+MAX_DOCUMENT_DEPTH = 64  # the whole document (other apps' keys too) may nest a little deeper
+
+_TYPE_SPELLINGS = {
+    "stdio": "stdio",
+    "streamable_http": "streamable_http",
+    "http": "streamable_http",
+    "streamable-http": "streamable_http",
+    "streamableHttp": "streamable_http",
+}
+
+
+def decode_document(data: bytes) -> dict[str, Any]:
+    """Parse the settings file; raise :class:`InvalidSettings` saying where the JSON broke."""
+    try:
+        doc = msgspec.json.decode(data)
+    except RecursionError:
+        raise InvalidSettings(too_deep_message()) from None
+    except msgspec.DecodeError:
+        doc = None
+        try:
+            json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InvalidSettings(
+                f"the settings file is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno}"
+            ) from None
+        except UnicodeDecodeError:
+            raise InvalidSettings("the settings file is not UTF-8 text") from None
+        raise InvalidSettings("the settings file is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise InvalidSettings("the settings file must hold a JSON object at the top level")
+    check_depth(doc)
+    return doc
+
+
+class KeyedObject(dict[str, Any]):
+    """A JSON object that remembers which of its keys the text repeated."""
+
+    duplicates: list[str]
+
+
+def keep_duplicates(pairs: list[tuple[str, Any]]) -> KeyedObject:
+    """``object_pairs_hook`` for ``json.loads``: a JSON parser silently keeps a repeated key's
+    last value; this also notes the key."""
+    obj = KeyedObject()
+    obj.duplicates = []
+    for key, value in pairs:
+        if key in obj and key not in obj.duplicates:
+            obj.duplicates.append(key)
+        obj[key] = value
+    return obj
+
+
+def duplicate_keys(data: bytes) -> list[str]:
+    """Where the JSON text repeats a key within one object, as messages naming the object.
+
+    For a document :func:`decode_document` accepted (so it parses and is not too deep). A
+    hand-edited file with a server defined twice would otherwise lose the first one silently.
+    """
+    found: list[str] = []
+
+    def walk(value: object, path: str) -> None:
+        if isinstance(value, KeyedObject):
+            for key in value.duplicates:
+                found.append(
+                    f"{path or 'the top level'}: {key!r} appears more than once; only the last "
+                    "is used (and kept when meworkd next writes the file)"
+                )
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+
+    walk(json.loads(data, object_pairs_hook=keep_duplicates), "")
+    return found
+
+
+def too_deep_message() -> str:
+    return f"the settings document nests values more than {MAX_DOCUMENT_DEPTH} levels deep"
+
+
+def check_depth(doc: object) -> None:
+    """Refuse a document too deep to copy and rewrite safely (hand-edited or written by RPC)."""
+    if _deeper_than(doc, MAX_DOCUMENT_DEPTH):
+        raise InvalidSettings(too_deep_message())
+
+
+_MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+
+
+def _field_error(prefix: str, exc: msgspec.ValidationError) -> str:
+    """Rewrite msgspec's message as ``prefix.field: expected …`` (no ``$`` paths, no ``null``)."""
+    match = _MSGSPEC_PATH.match(str(exc))
+    assert match is not None
+    msg = match["msg"].replace(" | null", "").replace("`", "")
+    path = match["path"] or ""
+    return f"{prefix}{path}: {msg[:1].lower()}{msg[1:]}"
+
+
+def canonical_type(raw: Mapping[str, Any]) -> str:
+    """The transport an entry asks for, with aliases resolved; raise on ``sse`` or nonsense."""
+    kind = raw.get("type")
+    if kind is None:
+        return "streamable_http" if raw.get("url") is not None else "stdio"
+    if not isinstance(kind, str):
+        raise ValueError("type: expected a string (stdio or streamable_http)")
+    if kind.lower() == "sse":
+        raise ValueError(
+            'type: the old HTTP+SSE transport ("sse") is not supported; use "streamable_http" '
+            "with the server's Streamable HTTP endpoint (often the same URL ending in /mcp)"
+        )
+    canonical = _TYPE_SPELLINGS.get(kind)
+    if canonical is None:
+        raise ValueError(f"type: unknown transport {kind!r} (expected stdio or streamable_http)")
+    return canonical
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def parse_server(name: str, raw: object) -> ServerConfig:
+    """Validate one server entry; the error names the server and the field."""
+    if not name or not isinstance(name, str):
+        raise InvalidSettings("a server name must be a non-empty string")
+    if not isinstance(raw, dict):
+        raise InvalidSettings(f"{name}: expected an object")
+    if _deeper_than(raw, MAX_ENTRY_DEPTH):
+        raise InvalidSettings(f"{name}: nested more than {MAX_ENTRY_DEPTH} levels deep")
+    try:
+        kind = canonical_type(raw)
+    except ValueError as exc:
+        raise InvalidSettings(f"{name}.{exc}") from None
+    try:
+        config = msgspec.convert({**raw, "type": kind}, ServerConfig)
+    except msgspec.ValidationError as exc:
+        raise InvalidSettings(_field_error(name, exc)) from None
+    problems: list[str] = []
+    if kind == "stdio":
+        if not config.command or not config.command.strip():
+            problems.append(f"{name}.command: required for a stdio server")
+        if config.url is not None:
+            problems.append(f"{name}.url: a stdio server has a command, not a url")
+    else:
+        if not config.url:
+            problems.append(f"{name}.url: required for a streamable_http server")
+        elif not re.match(r"^(https?://|\$\{)", config.url):
+            problems.append(f"{name}.url: expected an http:// or https:// URL")
+        if config.command is not None:
+            problems.append(f"{name}.command: a streamable_http server has a url, not a command")
+    if config.timeout_seconds is not None and config.timeout_seconds <= 0:
+        problems.append(f"{name}.timeoutSeconds: expected int > 0")
+    if problems:
+        raise InvalidSettings("; ".join(problems), problems)
+    return config
+
+
+def parse_mcp_options(raw: object) -> McpOptions:
+    if raw is None:
+        return McpOptions()
+    if not isinstance(raw, dict):
+        raise InvalidSettings("mcp: expected an object")
+    try:
+        options = msgspec.convert(raw, McpOptions, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InvalidSettings(_field_error("mcp", exc)) from None
+    for key in ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds"):
+        if getattr(options, key) <= 0:
+            raise InvalidSettings(f"mcp.{key}: expected a number > 0")
+    return options
+
+
+def parse_preset(name: str, raw: object) -> Preset:
+    if not isinstance(raw, dict):
+        raise InvalidSettings(f"presets.{name}: expected an object")
+    try:
+        return msgspec.convert(raw, Preset)
+    except msgspec.ValidationError as exc:
+        raise InvalidSettings(_field_error(f"presets.{name}", exc)) from None
+
+
+def _section(doc: Mapping[str, Any], *keys: str) -> object:
+    node: object = doc
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _parse_servers(
+    raw_servers: object, previous: Settings, errors: list[str]
+) -> tuple[dict[str, ServerConfig], dict[str, str]]:
+    if raw_servers is None:
+        return {}, {}
+    if not isinstance(raw_servers, dict):
+        errors.append("assets.mcpServers: expected an object")
+        return dict(previous.servers), {}
+    servers: dict[str, ServerConfig] = {}
+    server_errors: dict[str, str] = {}
+    for name, raw in raw_servers.items():
+        try:
+            servers[name] = parse_server(name, raw)
+        except InvalidSettings as exc:
+            server_errors[name] = exc.message
+            if name in previous.servers:
+                servers[name] = previous.servers[name]
+    return servers, server_errors
+
+
+def _parse_presets(raw_presets: object, previous: Settings, errors: list[str]) -> dict[str, Preset]:
+    if not isinstance(raw_presets, dict):
+        errors.append("presets: expected an object")
+        return dict(previous.presets)
+    presets: dict[str, Preset] = {}
+    for name, raw in raw_presets.items():
+        try:
+            presets[name] = parse_preset(name, raw)
+        except InvalidSettings as exc:
+            errors.append(exc.message)
+            if name in previous.presets:
+                presets[name] = previous.presets[name]
+    return presets
+
+
+def parse_settings(doc: Mapping[str, Any], previous: Settings | None = None) -> Settings:
+    """Build a snapshot from a decoded document, entry by entry.
+
+    An invalid server entry keeps ``previous``'s definition (if it had one) and is reported in
+    ``server_errors``; an invalid ``mcp``/``presets`` section keeps the previous one. Hooks fail
+    closed instead: a malformed one is left out and reported, never replaced by an older one.
+    """
+    previous = previous or Settings()
+    errors: list[str] = []
+    servers, server_errors = _parse_servers(_section(doc, "assets", "mcpServers"), previous, errors)
+    try:
+        mcp = parse_mcp_options(_section(doc, "mcp"))
+    except InvalidSettings as exc:
+        errors.append(exc.message)
+        mcp = previous.mcp
+    presets = _parse_presets(_section(doc, "presets") or {}, previous, errors)
+    hooks = parse_hook_set(_section(doc, "hooks"))
+    return Settings(
+        servers=servers,
+        server_errors=server_errors,
+        mcp=mcp,
+        presets=presets,
+        hooks=hooks,
+        errors=(*errors, *hooks.errors),
+    )
