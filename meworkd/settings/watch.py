@@ -1,19 +1,19 @@
-"""Watching the settings file for changes made by hand: watchfiles' ``RustNotify``, in one place.
+"""Watching the settings file for changes made by hand: watchfiles' ``awatch``, in one place.
 
-``RustNotify`` is used directly rather than ``awatch`` so that readiness can be reported once the
-inotify watch is in place (``awatch`` only starts it on first iteration, and an edit made in
-between would be missed); watchfiles documents this direct use. It watches the directory, so an
-editor's replace-by-rename is seen as well.
+It watches the directory, not the file, so an editor's replace-by-rename is seen as well.
+``awatch`` arms inotify on its first iteration, after this has reported itself started: an edit
+made in that window is not among the changes inotify reports. So the first batch, or the first
+quiet timeout, proves the watch armed, and ``on_change`` runs once then regardless; the store
+ignores a read whose bytes it already has.
 """
 
-import functools
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 from anyio.abc import TaskStatus
-from watchfiles._rust_notify import RustNotify
+from watchfiles import Change, awatch
 
 __all__ = ["WATCH_DEBOUNCE_MS", "WATCH_RUST_TIMEOUT_MS", "WATCH_STEP_MS", "watch_file"]
 
@@ -21,7 +21,9 @@ __all__ = ["WATCH_DEBOUNCE_MS", "WATCH_RUST_TIMEOUT_MS", "WATCH_STEP_MS", "watch
 # an editor's save (often several writes) is applied once, well within a quarter second.
 WATCH_STEP_MS = 30
 WATCH_DEBOUNCE_MS = 300
-WATCH_RUST_TIMEOUT_MS = 500  # bounds how long cancelling the watcher waits for its thread
+# How often the watcher's thread wakes up when nothing changes: bounds how long cancelling it
+# waits for that thread, and how late an edit made before the watch was armed is applied.
+WATCH_RUST_TIMEOUT_MS = 500
 
 
 async def watch_file(
@@ -32,32 +34,28 @@ async def watch_file(
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Await ``on_change`` after each burst of changes to ``path``, until ``stop`` is set or this
-    is cancelled; ``stop`` is set on the way out. Started (``task_status``) once watching."""
+    is cancelled; ``stop`` is set on the way out."""
     name = path.name
-    with RustNotify(
-        watch_paths=[str(path.parent)],
-        debug=False,
-        force_polling=False,
-        poll_delay_ms=300,
+
+    def concerns_the_file(_change: Change, changed: str) -> bool:
+        return os.path.basename(changed) == name
+
+    changes = awatch(
+        path.parent,
+        watch_filter=concerns_the_file,
+        debounce=WATCH_DEBOUNCE_MS,
+        step=WATCH_STEP_MS,
+        rust_timeout=WATCH_RUST_TIMEOUT_MS,
+        yield_on_timeout=True,
+        stop_event=stop,
         recursive=False,
-        ignore_permission_denied=False,
-    ) as watcher:
-        wait = functools.partial(
-            watcher.watch,
-            debounce_ms=WATCH_DEBOUNCE_MS,
-            step_ms=WATCH_STEP_MS,
-            timeout_ms=WATCH_RUST_TIMEOUT_MS,
-            stop_event=stop,
-        )
-        task_status.started()
-        try:
-            while True:
-                raw = await anyio.to_thread.run_sync(wait)
-                if raw == "stop":
-                    return
-                if isinstance(raw, str):  # "timeout" or "signal": nothing changed
-                    continue
-                if any(os.path.basename(changed) == name for _change, changed in raw):
-                    await on_change()
-        finally:
-            stop.set()
+    )
+    task_status.started()
+    armed = False
+    try:
+        async for batch in changes:
+            if batch or not armed:
+                armed = True
+                await on_change()
+    finally:
+        stop.set()
