@@ -12,13 +12,12 @@ from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
-from mcp import ClientSession, MCPError
-from mcp_types import INVALID_REQUEST
+from mcp import ClientSession
 
-from meworkd.base.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
+from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.serverlogs import ServerLogs
+from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
@@ -30,23 +29,31 @@ SWEEP_MAX_INTERVAL = 30.0
 
 Key = tuple[str, str]
 T = TypeVar("T")
+# A sink for one session's stderr lines: it returns each line as stored (e.g. redacted).
+LogWriter = Callable[[str, str | None], Callable[[str], str]]
 log = get_logger("meworkd.pool")
 
 
 class SessionPool:
+    """Sessions by (conversation, server).
+
+    ``writer(server, conversation)`` gives each session its stderr sink (the Logs tab). The
+    pool reads no settings itself: each use names the server's config, and ``run`` and
+    ``apply_settings`` hand it the idle limit.
+    """
+
     def __init__(
         self,
         environ: Mapping[str, str],
-        logs: ServerLogs,
+        writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
-        settings: Callable[[], Settings],
     ) -> None:
         self._environ = dict(environ)
-        self._logs = logs
+        self._writer = writer
         self._ledger = ledger
         self._bus = bus
-        self._settings = settings
+        self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
         self._tg: TaskGroup | None = None
@@ -55,7 +62,10 @@ class SessionPool:
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, settings: Settings, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._idle = settings.mcp.session_idle_minutes * 60.0
         async with anyio.create_task_group() as tg:
             self._tg = tg
             task_status.started()
@@ -78,14 +88,8 @@ class SessionPool:
 
     # --- getting sessions ----------------------------------------------------------------
 
-    def config_for(self, server: str) -> ServerConfig:
-        config = self._settings().servers.get(server)
-        if config is None:
-            raise ServerNotFound(server)
-        return config
-
-    async def get(self, conversation: str, server: str) -> McpSession:
-        """The live session for (conversation, server), opening it if needed."""
+    async def get(self, conversation: str, server: str, config: ServerConfig) -> McpSession:
+        """The live session for (conversation, server), opening it with ``config`` if needed."""
         key = (conversation, server)
         existing = self._sessions.get(key)
         if existing is not None and existing.alive:
@@ -103,7 +107,6 @@ class SessionPool:
                 # so every "connected" event is preceded by the previous session's "closed".
                 del self._sessions[key]
                 self._publish_status(server, conversation, "closed", existing.error)
-            config = self.config_for(server)
             if not config.enabled:
                 raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")
             session = await self.open(server, conversation, config)
@@ -116,23 +119,47 @@ class SessionPool:
         self,
         conversation: str,
         server: str,
+        config: ServerConfig,
         use: Callable[[ClientSession], Awaitable[T]],
+        *,
+        within: float | None = None,
     ) -> T:
         """Run ``use`` with the pooled session of (conversation, server), leased.
 
-        A Streamable HTTP server that forgot the session (HTTP 404 after a restart or expiry)
-        gets one fresh session and ``use`` runs once more.
+        ``within``: seconds for all of it, connecting included. A Streamable HTTP server that
+        forgot the session (HTTP 404 after a restart or expiry) gets one fresh session and
+        ``use`` runs once more. What talking to the server raises leaves as a MeworkError.
+
+        Raises:
+            ServerUnavailable: the server is disabled or cannot be reached; a
+                :class:`~meworkd.mcp.errors.TalkFailed` when a request to it failed.
+            ShuttingDown: the pool is closing.
         """
-        session = await self.get(conversation, server)
+        try:
+            if within is None:  # (a cancel scope less on the call path)
+                return await self._use(conversation, server, config, use)
+            with anyio.fail_after(within):
+                return await self._use(conversation, server, config, use)
+        except TALK_ERRORS as exc:
+            raise talk_failure(exc, server, config) from None
+
+    async def _use(
+        self,
+        conversation: str,
+        server: str,
+        config: ServerConfig,
+        use: Callable[[ClientSession], Awaitable[T]],
+    ) -> T:
+        session = await self.get(conversation, server, config)
         try:
             async with session.lease() as client:
                 return await use(client)
-        except MCPError as exc:
-            if not _session_forgotten(exc):
+        except TALK_ERRORS as exc:
+            if not is_session_forgotten(exc, session.http):
                 raise
             log.info("session.forgotten", server=server, conversation=conversation)
             self.retire(lambda s: s is session, force=True)
-        session = await self.get(conversation, server)
+        session = await self.get(conversation, server, config)
         async with session.lease() as client:
             return await use(client)
 
@@ -149,7 +176,7 @@ class SessionPool:
             conversation,
             expanded,
             self._environ,
-            on_stderr=self._logs.writer(server, conversation),
+            on_stderr=self._writer(server, conversation),
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
         )
@@ -209,6 +236,7 @@ class SessionPool:
         return self.retire(lambda s: s.conversation == conversation, force=True)
 
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
+        self._idle = settings.mcp.session_idle_minutes * 60.0
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if gone:
@@ -221,7 +249,7 @@ class SessionPool:
 
     async def _sweep_idle(self) -> None:
         while True:
-            idle = self._settings().mcp.session_idle_minutes * 60.0
+            idle = self._idle
             now = time.monotonic()
             self.retire(_idle_for(idle, now))
             nearest = min((s.last_used + idle - now for s in self._sessions.values()), default=idle)
@@ -244,12 +272,6 @@ def _idle_for(idle: float, now: float) -> Callable[[McpSession], bool]:
         return session.in_flight == 0 and now - session.last_used >= idle
 
     return expired
-
-
-def _session_forgotten(exc: MCPError) -> bool:
-    # The SDK words an HTTP 404 on a known session id as -32600 "Session terminated"; servers
-    # that answer with a JSON-RPC body say "Session not found".
-    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
 
 
 def _unused(lock: anyio.Lock) -> bool:
