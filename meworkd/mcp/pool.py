@@ -5,6 +5,7 @@ keeps it open), dropped when its server dies (the next use reconnects), retired 
 changes the server's connection fields or removes or disables it.
 """
 
+import enum
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,7 +23,7 @@ from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
 
-__all__ = ["CLOSE_BOUND", "SessionPool"]
+__all__ = ["CLOSE_BOUND", "PoolState", "SessionPool"]
 
 CLOSE_BOUND = 8.0  # seconds for closing every session at shutdown (below the daemon's bound)
 SWEEP_MAX_INTERVAL = 30.0
@@ -32,6 +33,12 @@ T = TypeVar("T")
 # A sink for one session's stderr lines: it returns each line as stored (e.g. redacted).
 LogWriter = Callable[[str, str | None], Callable[[str], str]]
 log = get_logger("meworkd.pool")
+
+
+class PoolState(enum.Enum):
+    CREATED = "created"  # run() has not started: no task group to own sessions yet
+    RUNNING = "running"
+    STOPPING = "stopping"  # close_all() began: no session opens any more
 
 
 class SessionPool:
@@ -56,8 +63,8 @@ class SessionPool:
         self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
+        self._state = PoolState.CREATED
         self._tg: TaskGroup | None = None
-        self._closing = False
         self._wake_sweeper = anyio.Event()
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -68,6 +75,7 @@ class SessionPool:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            self._state = PoolState.RUNNING
             task_status.started()
             try:
                 await self._sweep_idle()
@@ -77,7 +85,7 @@ class SessionPool:
 
     async def close_all(self) -> None:
         """Close every session concurrently, bounded by ``CLOSE_BOUND``."""
-        self._closing = True
+        self._state = PoolState.STOPPING
         sessions = list(self._sessions.values())
         self._sessions.clear()
         for s in sessions:
@@ -165,7 +173,7 @@ class SessionPool:
 
     async def open(self, server: str, conversation: str | None, config: ServerConfig) -> McpSession:
         """Start a session (pooled or not) in the pool's task group; raise if it fails."""
-        if self._tg is None or self._closing:
+        if self._state is not PoolState.RUNNING or self._tg is None:
             raise ShuttingDown("meworkd is shutting down")
         try:
             expanded = expand_server(server, config, self._environ)
