@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meworkd.mcp.transports import _plain_response
+from meworkd.mcp.stdio import _plain_response
 
 json_values = st.recursive(
     st.none()

@@ -16,7 +16,7 @@ from mework_client.aio import connect
 
 from meworkd import __version__
 from meworkd.core import serverlogs as serverlog
-from meworkd.mcp.transports import HTTP_CONNECT_TIMEOUT, http_client_for
+from meworkd.mcp.http import HTTP_CONNECT_TIMEOUT, http_client_for
 from meworkd.settings import parse_server
 from tests.daemon_helpers import (
     ENVDUMP,

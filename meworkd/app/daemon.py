@@ -26,8 +26,7 @@ from meworkd.core.approvals.gate import Approvals
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
-from meworkd.mcp.ledger import PidLedger
-from meworkd.mcp.pool import SessionPool
+from meworkd.mcp import PidLedger, SessionPool
 from meworkd.rpc.dispatch import Dispatcher
 from meworkd.rpc.methods import build_methods
 from meworkd.rpc.server import RpcServer
@@ -57,9 +56,7 @@ class Daemon:
         self.store.add_listener(self._on_settings)
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger)
-        self.pool = SessionPool(
-            self.environ, self.logs, self.ledger, self.bus, lambda: self.store.settings
-        )
+        self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
         self.approvals = Approvals(self.bus)
         self.db: StateDB | None = None
         self._turns: Turns | None = None
@@ -85,7 +82,9 @@ class Daemon:
             self.ledger.reap_leftovers()
             self.store.open()
             self.db = StateDB(self.paths.database)
-            self._turns = Turns(self.store, self.pool, self.approvals, self.db, self.bus)
+            self._turns = Turns(
+                self.store, self.pool, self.approvals, self.db, self.bus, self.redactor.redact_value
+            )
             self._refresh_secrets(self.store.settings)
             listener, owns_socket = await self._listener()
             try:
@@ -111,7 +110,7 @@ class Daemon:
     async def _serve(self, listener: SocketListener, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as backend:
             await backend.start(self.store.watch)
-            await backend.start(self.pool.run)
+            await backend.start(self.pool.run, self.store.settings)
             await backend.start(self.state.run_audit_writer)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:

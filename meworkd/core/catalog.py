@@ -1,7 +1,9 @@
-"""The model-facing tool name contract: ``mcp__<server-slug>_<digest>__<tool-slug>__<digest>``.
+"""A turn's tool catalog: model-facing names, the bindings behind them, tools and system prompt.
 
-Names are a pure function of the original (server, tool) names, so they are stable across turns,
-reloads and restarts; :func:`bind_names` reports, never shadows, the rare collision.
+Names follow ``mcp__<server-slug>_<digest>__<tool-slug>__<digest>``, a pure function of the
+original (server, tool) names, so they are stable across turns, reloads and restarts;
+:func:`bind_names` reports, never shadows, the rare collision. Everything here is synchronous
+and pure: :func:`bind` turns the servers' listings and a settings snapshot into a turn's catalog.
 """
 
 import functools
@@ -10,16 +12,25 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from meworkd.core.approvals.policy import requires_user_interaction
+from meworkd.mcp import ToolInfo
+from meworkd.settings import Settings
 
 __all__ = [
     "DIGEST_LENGTH",
     "NAME_PATTERN",
     "SERVER_SLUG_LENGTH",
     "TOOL_SLUG_LENGTH",
+    "Binding",
+    "Catalog",
     "Collision",
+    "bind",
     "bind_names",
     "digest",
     "slug",
+    "system_prompt",
     "tool_name",
     "was_shortened",
     "was_truncated",
@@ -103,3 +114,105 @@ def bind_names(
         else:
             collisions.append(Collision(server, tool, name, holder))
     return bound, collisions
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a model-facing name stands for."""
+
+    server: str
+    tool: str
+    annotations: dict[str, Any] | None
+    # The tool's _meta demands a person's approval (computed once, here, at bind).
+    requires_user: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """A turn's bound tools: bindings by name, the tools as the model sees them, left-outs."""
+
+    bindings: dict[str, Binding]
+    tools: list[dict[str, Any]]
+    problems: list[dict[str, str]]
+
+
+def bind(servers: list[str], listings: dict[str, list[ToolInfo]], settings: Settings) -> Catalog:
+    """Bind the enabled tools of ``servers`` (in that order) under their model-facing names."""
+    pairs: list[tuple[str, str]] = []
+    by_pair: dict[tuple[str, str], ToolInfo] = {}
+    for server in servers:
+        config = settings.servers[server]
+        for tool in listings.get(server, []):
+            if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
+                continue
+            pairs.append((server, tool.name))
+            by_pair[(server, tool.name)] = tool
+    bound, collisions = bind_names(pairs)
+    bindings: dict[str, Binding] = {}
+    for name, (server, tool_name_) in bound.items():
+        tool = by_pair[(server, tool_name_)]
+        bindings[name] = Binding(
+            server, tool_name_, tool.annotations, requires_user_interaction(tool.meta)
+        )
+    problems = [
+        {
+            "server": c.server,
+            "reason": f"tool {c.tool!r} was left out: its name {c.name} "
+            f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}",
+        }
+        for c in collisions
+    ]
+    return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def _model_tools(
+    bindings: dict[str, Binding],
+    by_pair: dict[tuple[str, str], ToolInfo],
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """The tools as offered to the model; those that always ask say so in their description."""
+    prefix = settings.mcp.mandatory_description_prefix
+    out: list[dict[str, Any]] = []
+    for name, binding in bindings.items():
+        # A name a server lists twice is bound, and described, by its first listing.
+        tool = by_pair[(binding.server, binding.tool)]
+        config = settings.servers.get(binding.server)
+        mandatory = binding.requires_user or (
+            config is not None and tool.name in config.disabled_auto_approve_tools
+        )
+        description = tool.description or ""
+        out.append(
+            {
+                "name": name,
+                "title": tool.title,
+                "description": prefix + description if mandatory else description,
+                "inputSchema": tool.input_schema,
+            }
+        )
+    return out
+
+
+def system_prompt(
+    selected: tuple[str, ...], settings: Settings, failures: list[dict[str, str]]
+) -> str:
+    """The paragraph naming a conversation's servers (and which are unavailable this turn)."""
+    failed = {f["server"] for f in failures}
+    lines = []
+    for name in selected:
+        config = settings.servers.get(name)
+        if config is None or not config.enabled:
+            continue
+        text = f"- {name}"
+        if config.description:
+            text += f": {config.description}"
+        if name in failed:
+            text += " (unavailable this turn)"
+        lines.append(text)
+    if not lines:
+        return ""
+    return (
+        "## MCP servers\n"
+        "These MCP servers are connected to this conversation. Their tools are offered "
+        "with names that start with mcp__<server>; calls that have side effects may ask "
+        "the user for approval first.\n" + "\n".join(lines)
+    )

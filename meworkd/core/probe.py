@@ -4,13 +4,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
-from mcp import MCPError
-
 from meworkd.base.errors import MeworkError
 from meworkd.core.catalog import NAME_PATTERN, tool_name, was_truncated
-from meworkd.mcp.pool import SessionPool
-from meworkd.mcp.session import describe_failure, list_all
+from meworkd.mcp import SessionPool, TalkFailed, describe
 from meworkd.settings import ServerConfig
 
 __all__ = ["lint_tools", "test_connection"]
@@ -77,8 +73,11 @@ def lint_tools(server: str, tools: list[dict[str, Any]]) -> list[dict[str, str]]
     return problems
 
 
-def _dump(items: list[Any]) -> list[dict[str, Any]]:
-    return [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in items]
+CLOSE_WAIT = 5.0  # seconds the closing of a tested session is waited for
+
+
+def _ms_since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
 
 
 async def test_connection(pool: SessionPool, name: str, config: ServerConfig) -> dict[str, Any]:
@@ -92,47 +91,34 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
             error=exc.message,
             reason=exc.data.get("reason", exc.kind),
             stderrTail=exc.data.get("stderrTail", []),
-            durationMs=round((time.monotonic() - started) * 1000, 1),
+            durationMs=_ms_since(started),
         )
         return result
     try:
-        with anyio.fail_after(config.timeout):
-            async with session.lease() as client:
-                caps = session.capabilities
-                tools = await list_all(client, "tools") if caps is None or caps.tools else []
-                prompts = await list_all(client, "prompts") if caps and caps.prompts else []
-                resources = await list_all(client, "resources") if caps and caps.resources else []
-                templates = (
-                    await list_all(client, "resource_templates") if caps and caps.resources else []
-                )
+        report = await describe(session, config)
+    except TalkFailed as exc:
+        result.update(
+            error=exc.message,
+            reason=exc.data["reason"],
+            stderrTail=list(session.stderr_tail),
+            durationMs=_ms_since(started),
+        )
+        return result
     except MeworkError as exc:
         # E.g. an invalid tools/list (InvalidListing names the tools) or the session ending.
-        # describe_failure() knows no MeworkError: it would answer "connection failed (...)".
         result.update(
             error=exc.message,
             reason=exc.data.get("reason", exc.kind),
             problems=exc.data.get("problems", []),
             stderrTail=list(session.stderr_tail),
-            durationMs=round((time.monotonic() - started) * 1000, 1),
-        )
-        return result
-    except (MCPError, TimeoutError, OSError) as exc:
-        reason, message = describe_failure(exc, config)
-        result.update(
-            error=message,
-            reason=reason,
-            stderrTail=list(session.stderr_tail),
-            durationMs=round((time.monotonic() - started) * 1000, 1),
+            durationMs=_ms_since(started),
         )
         return result
     finally:
-        session.retire(force=True)
-        with anyio.move_on_after(5, shield=True):
-            await session.closed.wait()
-    tool_dicts = _dump(tools)
-    for tool in tool_dicts:
+        await session.close(CLOSE_WAIT)
+    for tool in report.tools:
         tool["boundName"] = tool_name(name, tool["name"])
-    info = session.server_info
+    info = report.server_info
     result.update(
         ok=True,
         serverInfo={
@@ -140,15 +126,15 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
             "version": info.version if info else None,
             "testedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         },
-        protocolVersion=session.protocol_version,
-        capabilities=caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps else {},
-        instructions=session.instructions,
-        tools=tool_dicts,
-        prompts=_dump(prompts),
-        resources=_dump(resources),
-        resourceTemplates=_dump(templates),
-        problems=lint_tools(name, tool_dicts),
+        protocolVersion=report.protocol_version,
+        capabilities=report.capabilities,
+        instructions=report.instructions,
+        tools=report.tools,
+        prompts=report.prompts,
+        resources=report.resources,
+        resourceTemplates=report.resource_templates,
+        problems=lint_tools(name, report.tools),
         stderrTail=list(session.stderr_tail),
-        durationMs=round((time.monotonic() - started) * 1000, 1),
+        durationMs=_ms_since(started),
     )
     return result

@@ -5,6 +5,7 @@ keeps it open), dropped when its server dies (the next use reconnects), retired 
 changes the server's connection fields or removes or disables it.
 """
 
+import enum
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
@@ -12,52 +13,69 @@ from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
-from mcp import ClientSession, MCPError
-from mcp_types import INVALID_REQUEST
+from mcp import ClientSession
 
-from meworkd.base.errors import InvalidSettings, ServerNotFound, ServerUnavailable, ShuttingDown
+from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.serverlogs import ServerLogs
+from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
 
-__all__ = ["CLOSE_BOUND", "SessionPool"]
+__all__ = ["CLOSE_BOUND", "PoolState", "SessionPool"]
 
 CLOSE_BOUND = 8.0  # seconds for closing every session at shutdown (below the daemon's bound)
 SWEEP_MAX_INTERVAL = 30.0
 
 Key = tuple[str, str]
 T = TypeVar("T")
+# A sink for one session's stderr lines: it returns each line as stored (e.g. redacted).
+LogWriter = Callable[[str, str | None], Callable[[str], str]]
 log = get_logger("meworkd.pool")
 
 
+class PoolState(enum.Enum):
+    CREATED = "created"  # run() has not started: no task group to own sessions yet
+    RUNNING = "running"
+    STOPPING = "stopping"  # close_all() began: no session opens any more
+
+
 class SessionPool:
+    """Sessions by (conversation, server).
+
+    ``writer(server, conversation)`` gives each session its stderr sink (the Logs tab). The
+    pool reads no settings itself: each use names the server's config, and ``run`` and
+    ``apply_settings`` hand it the idle limit.
+    """
+
     def __init__(
         self,
         environ: Mapping[str, str],
-        logs: ServerLogs,
+        writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
-        settings: Callable[[], Settings],
     ) -> None:
         self._environ = dict(environ)
-        self._logs = logs
+        self._writer = writer
         self._ledger = ledger
         self._bus = bus
-        self._settings = settings
+        self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
+        self._state = PoolState.CREATED
         self._tg: TaskGroup | None = None
-        self._closing = False
         self._wake_sweeper = anyio.Event()
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, settings: Settings, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._idle = settings.mcp.session_idle_minutes * 60.0
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            self._state = PoolState.RUNNING
             task_status.started()
             try:
                 await self._sweep_idle()
@@ -67,7 +85,7 @@ class SessionPool:
 
     async def close_all(self) -> None:
         """Close every session concurrently, bounded by ``CLOSE_BOUND``."""
-        self._closing = True
+        self._state = PoolState.STOPPING
         sessions = list(self._sessions.values())
         self._sessions.clear()
         for s in sessions:
@@ -78,14 +96,8 @@ class SessionPool:
 
     # --- getting sessions ----------------------------------------------------------------
 
-    def config_for(self, server: str) -> ServerConfig:
-        config = self._settings().servers.get(server)
-        if config is None:
-            raise ServerNotFound(server)
-        return config
-
-    async def get(self, conversation: str, server: str) -> McpSession:
-        """The live session for (conversation, server), opening it if needed."""
+    async def get(self, conversation: str, server: str, config: ServerConfig) -> McpSession:
+        """The live session for (conversation, server), opening it with ``config`` if needed."""
         key = (conversation, server)
         existing = self._sessions.get(key)
         if existing is not None and existing.alive:
@@ -103,7 +115,6 @@ class SessionPool:
                 # so every "connected" event is preceded by the previous session's "closed".
                 del self._sessions[key]
                 self._publish_status(server, conversation, "closed", existing.error)
-            config = self.config_for(server)
             if not config.enabled:
                 raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")
             session = await self.open(server, conversation, config)
@@ -116,29 +127,53 @@ class SessionPool:
         self,
         conversation: str,
         server: str,
+        config: ServerConfig,
         use: Callable[[ClientSession], Awaitable[T]],
+        *,
+        within: float | None = None,
     ) -> T:
         """Run ``use`` with the pooled session of (conversation, server), leased.
 
-        A Streamable HTTP server that forgot the session (HTTP 404 after a restart or expiry)
-        gets one fresh session and ``use`` runs once more.
+        ``within``: seconds for all of it, connecting included. A Streamable HTTP server that
+        forgot the session (HTTP 404 after a restart or expiry) gets one fresh session and
+        ``use`` runs once more. What talking to the server raises leaves as a MeworkError.
+
+        Raises:
+            ServerUnavailable: the server is disabled or cannot be reached; a
+                :class:`~meworkd.mcp.errors.TalkFailed` when a request to it failed.
+            ShuttingDown: the pool is closing.
         """
-        session = await self.get(conversation, server)
+        try:
+            if within is None:  # (a cancel scope less on the call path)
+                return await self._use(conversation, server, config, use)
+            with anyio.fail_after(within):
+                return await self._use(conversation, server, config, use)
+        except TALK_ERRORS as exc:
+            raise talk_failure(exc, server, config) from None
+
+    async def _use(
+        self,
+        conversation: str,
+        server: str,
+        config: ServerConfig,
+        use: Callable[[ClientSession], Awaitable[T]],
+    ) -> T:
+        session = await self.get(conversation, server, config)
         try:
             async with session.lease() as client:
                 return await use(client)
-        except MCPError as exc:
-            if not _session_forgotten(exc):
+        except TALK_ERRORS as exc:
+            if not is_session_forgotten(exc, session.http):
                 raise
             log.info("session.forgotten", server=server, conversation=conversation)
             self.retire(lambda s: s is session, force=True)
-        session = await self.get(conversation, server)
+        session = await self.get(conversation, server, config)
         async with session.lease() as client:
             return await use(client)
 
     async def open(self, server: str, conversation: str | None, config: ServerConfig) -> McpSession:
         """Start a session (pooled or not) in the pool's task group; raise if it fails."""
-        if self._tg is None or self._closing:
+        if self._state is not PoolState.RUNNING or self._tg is None:
             raise ShuttingDown("meworkd is shutting down")
         try:
             expanded = expand_server(server, config, self._environ)
@@ -149,7 +184,7 @@ class SessionPool:
             conversation,
             expanded,
             self._environ,
-            on_stderr=self._logs.writer(server, conversation),
+            on_stderr=self._writer(server, conversation),
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
         )
@@ -209,6 +244,7 @@ class SessionPool:
         return self.retire(lambda s: s.conversation == conversation, force=True)
 
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
+        self._idle = settings.mcp.session_idle_minutes * 60.0
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if gone:
@@ -221,7 +257,7 @@ class SessionPool:
 
     async def _sweep_idle(self) -> None:
         while True:
-            idle = self._settings().mcp.session_idle_minutes * 60.0
+            idle = self._idle
             now = time.monotonic()
             self.retire(_idle_for(idle, now))
             nearest = min((s.last_used + idle - now for s in self._sessions.values()), default=idle)
@@ -244,12 +280,6 @@ def _idle_for(idle: float, now: float) -> Callable[[McpSession], bool]:
         return session.in_flight == 0 and now - session.last_used >= idle
 
     return expired
-
-
-def _session_forgotten(exc: MCPError) -> bool:
-    # The SDK words an HTTP 404 on a known session id as -32600 "Session terminated"; servers
-    # that answer with a JSON-RPC body say "Session not found".
-    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
 
 
 def _unused(lock: anyio.Lock) -> bool:

@@ -1,40 +1,33 @@
 """One MCP client session and the owner task that enters and exits it.
 
-The SDK's transports and ``ClientSession`` are entered in :meth:`McpSession.run` and exited by
+The transport and the SDK's ``ClientSession`` are entered in :meth:`McpSession.run` and exited by
 the same task (anyio cancel scopes demand it); every other task borrows the session through
-:meth:`McpSession.lease`. Foreign exceptions from connecting are translated here, once.
+:meth:`McpSession.lease`. What a session is doing is one :class:`SessionState`; failures are
+worded by :mod:`meworkd.mcp.errors`.
 """
 
-import os
+import enum
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
-import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import ClientSession, MCPError
 from mcp_types import METHOD_NOT_FOUND
-from pydantic import ValidationError
 
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import get_logger
-from meworkd.mcp.transports import Connected, open_http, open_stdio
+from meworkd.mcp.connect import Connected, open_transport
+from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
+from meworkd.mcp.http import HttpErrors
+from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 
-__all__ = [
-    "CLIENT_INFO",
-    "InvalidListing",
-    "McpSession",
-    "SessionGone",
-    "describe_failure",
-    "leaf",
-    "list_all",
-]
+__all__ = ["CLIENT_INFO", "McpSession", "SessionState"]
 
 CLIENT_INFO = types.Implementation(name="meworkd", version=__version__)
 STDERR_TAIL = 20  # lines of stderr quoted in a start-up failure
@@ -42,67 +35,14 @@ STDERR_TAIL = 20  # lines of stderr quoted in a start-up failure
 log = get_logger("meworkd.session")
 
 
-class SessionGone(ServerUnavailable):
-    """The session closed (server exited, connection lost, or meworkd closed it)."""
+class SessionState(enum.IntEnum):
+    """A session's life, in order; it only ever moves forward."""
 
-
-def leaf(exc: BaseException) -> BaseException:
-    """The first non-group exception inside (nested) exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _safe_url(url: str | None) -> str:
-    """The URL without credentials or query (a ``${TOKEN}`` may have been expanded there)."""
-    if not url:
-        return "the server"
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
-    """(reason, plain message) for a connect/talk failure, with no Python internals."""
-    exc = leaf(exc)
-    if isinstance(exc, FileNotFoundError):
-        # Spawning reports a missing working directory as ENOENT too, naming the directory.
-        if config.cwd is not None and exc.filename == os.path.expanduser(config.cwd):
-            return "bad_cwd", f"working directory does not exist: {config.cwd}"
-        return "command_not_found", f"command not found: {config.command}"
-    if isinstance(exc, PermissionError):
-        return "permission_denied", f"permission denied running {config.command}"
-    if isinstance(exc, NotADirectoryError):
-        return "bad_cwd", f"working directory does not exist: {config.cwd}"
-    if isinstance(exc, TimeoutError):
-        return "timeout", f"timed out after {config.timeout:g} s"
-    if isinstance(exc, httpx2.ConnectError):
-        return "connect_failed", f"could not connect to {_safe_url(config.url)}: connection refused"
-    if isinstance(exc, httpx2.TimeoutException):
-        return "timeout", f"timed out talking to {_safe_url(config.url)}"
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return "http_status", f"HTTP {exc.response.status_code} from {_safe_url(config.url)}"
-    if isinstance(exc, httpx2.HTTPError):
-        return "http_error", f"HTTP error talking to {_safe_url(config.url)}: {type(exc).__name__}"
-    if isinstance(exc, MCPError):
-        return "protocol_error", f"the server answered with an error: {exc.message} ({exc.code})"
-    if isinstance(exc, OSError):
-        return "os_error", f"could not start {config.command}: {exc.strerror or 'OS error'}"
-    return "failed", f"connection failed ({type(exc).__name__})"
-
-
-async def _first_of(*events: anyio.Event) -> None:
-    """Return as soon as any of ``events`` is set."""
-    async with anyio.create_task_group() as tg:
-
-        async def until(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(until, event)
+    CONNECTING = 1  # the owner is opening the transport and shaking hands
+    READY = 2  # calls may lease it
+    DRAINING = 3  # retired: the calls in flight finish, no new ones (the pool forgot it)
+    CLOSING = 4  # the owner is closing it (drained, forced, or the server went away)
+    CLOSED = 5  # the owner task has finished
 
 
 class _EOFWatch:
@@ -114,7 +54,7 @@ class _EOFWatch:
     async def receive(self) -> Any:
         try:
             return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        except STREAM_ENDED:
             self._on_eof()
             raise
 
@@ -165,11 +105,11 @@ class McpSession:
         self._on_stderr = on_stderr
         self._on_spawn = on_spawn
         self._on_exit = on_exit
-        self.session: ClientSession | None = None
+        self.state = SessionState.CONNECTING
         self.pid: int | None = None
         self.protocol_version: str | None = None
-        self.server_info: types.Implementation | None = None
-        self.capabilities: types.ServerCapabilities | None = None
+        self.server_info: PeerInfo | None = None
+        self.capabilities: dict[str, Any] | None = None  # as on the wire, no nulls
         self.instructions: str | None = None
         self.stderr_tail: list[str] = []
         self.exit_code: int | None = None
@@ -177,14 +117,25 @@ class McpSession:
         self.connect_seconds: float | None = None
         self.in_flight = 0
         self.last_used = time.monotonic()
-        self.retired = False
+        # Set by _set_state only: DRAINING or later / CLOSING or later (the server is gone or
+        # going: no call is served any more) / CLOSED.
+        self._stopping = anyio.Event()
         self.dead = anyio.Event()
         self.closed = anyio.Event()
-        self._stop = anyio.Event()
-        self._drained = anyio.Event()
-        self._force = False
-        self._forced = anyio.Event()
-        self._process: Connected | None = None
+        self._client: ClientSession | None = None
+        self._connected: Connected | None = None
+
+    def _set_state(self, state: SessionState) -> None:
+        """Move to ``state`` (never back) and wake whoever waits for it."""
+        if state <= self.state:
+            return
+        self.state = state
+        if state >= SessionState.DRAINING:
+            self._stopping.set()
+        if state >= SessionState.CLOSING:
+            self.dead.set()
+        if state is SessionState.CLOSED:
+            self.closed.set()
 
     # --- owner task ----------------------------------------------------------------------
 
@@ -196,11 +147,15 @@ class McpSession:
         started_at = time.monotonic()
         try:
             async with AsyncExitStack() as stack:
-                connected = await stack.enter_async_context(self._transport())
-                self._process = connected
-                session = await stack.enter_async_context(
+                connected = await stack.enter_async_context(
+                    open_transport(
+                        self.config, self._environ, on_stderr=self._stderr, on_spawn=self._spawned
+                    )
+                )
+                self._connected = connected
+                client = await stack.enter_async_context(
                     ClientSession(
-                        _EOFWatch(connected.read, self.dead.set),
+                        _EOFWatch(connected.read, self._server_gone),
                         connected.write,
                         client_info=CLIENT_INFO,
                         message_handler=self._message,
@@ -208,12 +163,13 @@ class McpSession:
                 )
                 try:
                     with anyio.fail_after(self.config.timeout):
-                        await self._handshake(session)
+                        await self._handshake(client)
                 except BaseException:
                     connected.abandoned = True  # report the failure now, not after the graces
                     raise
                 self.connect_seconds = time.monotonic() - started_at
-                self.session = session
+                self._client = client
+                self._set_state(SessionState.READY)
                 started = True
                 task_status.started(self)
                 await self._park()
@@ -230,78 +186,71 @@ class McpSession:
                 error=self.error,
             )
         finally:
-            self.session = None
-            self.dead.set()
-            self.closed.set()
+            self._client = None
+            self._set_state(SessionState.CLOSED)
             if self.pid is not None:
                 self._on_exit(self.pid)
-
-    def _transport(self) -> Any:
-        if self.config.type == "stdio":
-            return open_stdio(
-                self.config, self._environ, on_stderr=self._stderr, on_spawn=self._spawned
-            )
-        return open_http(self.config)
 
     def _spawned(self, pid: int) -> None:
         self.pid = pid
         self._on_spawn(pid)
+
+    def _server_gone(self) -> None:
+        self._set_state(SessionState.CLOSING)
 
     def _stderr(self, line: str) -> None:
         # Keep what the log ring stored (secrets redacted), not the raw line.
         self.stderr_tail.append(self._on_stderr(line))
         del self.stderr_tail[:-STDERR_TAIL]
 
-    async def _handshake(self, session: ClientSession) -> None:
+    async def _handshake(self, client: ClientSession) -> None:
         """The initialize handshake first (no probe delay for older servers); a server that
         only speaks 2026-07-28 answers it with method-not-found, and is then discovered."""
         try:
-            result = await session.initialize()
-            self.protocol_version = result.protocol_version
-            self.server_info = result.server_info
-            self.capabilities = result.capabilities
+            result = await client.initialize()
+            self._learn(result.protocol_version, result.server_info, result.capabilities)
             self.instructions = result.instructions
         except MCPError as exc:
             if exc.code != METHOD_NOT_FOUND:
                 raise
-            discovered = await session.discover()
-            self.protocol_version = session.protocol_version
-            self.server_info = session.server_info
-            self.capabilities = session.server_capabilities
+            discovered = await client.discover()
+            self._learn(client.protocol_version, client.server_info, client.server_capabilities)
             self.instructions = getattr(discovered, "instructions", None)
 
+    def _learn(
+        self,
+        protocol_version: str | None,
+        info: types.Implementation | None,
+        capabilities: types.ServerCapabilities | None,
+    ) -> None:
+        self.protocol_version = protocol_version
+        self.server_info = PeerInfo(info.name, info.version) if info is not None else None
+        self.capabilities = (
+            capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if capabilities is not None
+            else None
+        )
+
     async def _park(self) -> None:
-        await _first_of(self._stop, self.dead)
-        # Retired by a reload: let the calls in flight finish first (unless forced or dead).
-        while self.in_flight and not self._force and not self.dead.is_set():
-            self._drained = anyio.Event()
-            await _first_of(self._drained, self.dead, self._forced)
+        await self._stopping.wait()
+        # Retired by a reload: the calls in flight finish first (unless forced or dead).
+        await self.dead.wait()
 
     def _startup_error(self, exc: BaseException) -> ServerUnavailable:
-        reason, message = describe_failure(exc, self.config)
-        inner = leaf(exc)
-        process = self._process.process if self._process is not None else None
-        if reason != "timeout" and process is not None and process.returncode is not None:
-            self.exit_code = process.returncode
-            reason = "exited"
-            message = f"the server exited with code {process.returncode} during start-up"
-        elif isinstance(inner, MCPError) and inner.code == -32000 and self.config.type == "stdio":
-            reason, message = "exited", "the server closed its connection during start-up"
-        elif (
-            reason == "protocol_error"
-            and self._process is not None
-            and self._process.http_error is not None
-        ):
-            # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
-            status, text = self._process.http_error
-            reason = "http_status"
-            message = f"HTTP {status} from {_safe_url(self.config.url)}" + (
-                f": {text}" if text else ""
-            )
-        tail = list(self.stderr_tail)
-        error = ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
+        connected = self._connected
+        process = connected.process if connected is not None else None
+        returncode = process.returncode if process is not None else None
+        reason, message = startup_failure(
+            exc,
+            self.config,
+            returncode=returncode,
+            http=connected.http if connected is not None else None,
+        )
+        if reason == "exited" and returncode is not None:
+            self.exit_code = returncode
         self.error = message
-        return error
+        tail = list(self.stderr_tail)
+        return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
 
     async def _message(self, message: object) -> None:
         # A server's log notifications belong in its Logs tab next to its stderr. (Tool list
@@ -314,8 +263,8 @@ class McpSession:
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[ClientSession]:
-        session = self.session
-        if session is None or self.dead.is_set():
+        client = self._client
+        if client is None or self.state not in (SessionState.READY, SessionState.DRAINING):
             raise SessionGone(
                 f"the session to {self.server} has ended"
                 + (f": {self.error}" if self.error else ""),
@@ -323,88 +272,31 @@ class McpSession:
             )
         self.in_flight += 1
         try:
-            yield session
+            yield client
         finally:
             self.in_flight -= 1
             self.last_used = time.monotonic()
-            if self.in_flight == 0:
-                self._drained.set()
+            if self.in_flight == 0 and self.state is SessionState.DRAINING:
+                self._set_state(SessionState.CLOSING)
 
     @property
     def alive(self) -> bool:
-        return self.session is not None and not self.dead.is_set() and not self.retired
+        return self.state is SessionState.READY
+
+    @property
+    def http(self) -> HttpErrors | None:
+        """What the HTTP error responses said (None for stdio)."""
+        return self._connected.http if self._connected is not None else None
 
     # --- closing -------------------------------------------------------------------------
 
     def retire(self, *, force: bool = False) -> None:
         """Ask the owner to close: after the calls in flight (or at once with ``force``)."""
-        self.retired = True
-        if force:
-            self._force = True
-            self._forced.set()
-        self._stop.set()
+        drain = self.in_flight and not force
+        self._set_state(SessionState.DRAINING if drain else SessionState.CLOSING)
 
-
-class InvalidListing(ServerUnavailable):
-    """A ``*/list`` reply that does not follow the MCP schema (the SDK rejects the whole page).
-
-    ``data["problems"]`` names the offending tools the way :func:`meworkd.probe.lint_tools`
-    does, so Test connection can report them.
-    """
-
-
-def _invalid_listing(what: str, exc: ValidationError) -> InvalidListing:
-    problems: list[dict[str, str]] = []
-    details: list[str] = []
-    for error in exc.errors()[:5]:
-        loc = [str(part) for part in error["loc"]]
-        item = f"#{loc[1]}" if len(loc) > 1 else "the reply"
-        field = ".".join(loc[2:]) or ".".join(loc)
-        # For a missing field pydantic reports the enclosing object as the input.
-        parent = error.get("input") if error["type"] == "missing" else None
-        if isinstance(parent, dict) and isinstance(parent.get("name"), str):
-            item = f"{parent['name']!r} ({item})"
-        details.append(f"{item}: {field}: {error['msg']}")
-        if what == "tools" and len(loc) > 1:
-            name = parent.get("name") if isinstance(parent, dict) else None
-            missing_schema = error["type"] == "missing" and loc[2:] == ["inputSchema"]
-            problems.append(
-                {
-                    "tool": str(name) if name is not None else item,
-                    "problem": "missing_input_schema" if missing_schema else "invalid_tool",
-                    "detail": f"{field}: {error['msg']}",
-                }
-            )
-    wire = what.replace("resource_templates", "resources/templates")
-    return InvalidListing(
-        f"the server's {wire}/list reply does not follow the MCP schema ({'; '.join(details)})",
-        reason="invalid_reply",
-        problems=problems,
-    )
-
-
-async def list_all(session: ClientSession, what: str, *, limit: int = 10_000) -> list[Any]:
-    """Every item of ``tools``/``prompts``/``resources``/``resource_templates``, all pages.
-
-    ``limit`` stops a server whose cursors never end from looping forever.
-
-    Raises:
-        InvalidListing: a page that does not follow the MCP schema (e.g. a tool without
-            ``inputSchema``); the SDK raises pydantic's ValidationError, which callers
-            would otherwise let through as an internal error.
-    """
-    method = getattr(session, f"list_{what}")
-    items: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    while True:
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        try:
-            page = await method(params=params)
-        except ValidationError as exc:
-            raise _invalid_listing(what, exc) from None
-        items += getattr(page, what)
-        cursor = page.next_cursor
-        if cursor is None or cursor in seen or len(items) >= limit:
-            return items
-        seen.add(cursor)
+    async def close(self, within: float) -> None:
+        """Retire with force and wait (shielded, at most ``within`` seconds) until closed."""
+        self.retire(force=True)
+        with anyio.move_on_after(within, shield=True):
+            await self.closed.wait()

@@ -334,7 +334,8 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
 
     @table.add("servers.test", NameParams)
     async def servers_test(_conn: Connection, p: NameParams) -> dict[str, Any]:
-        config = daemon.pool.config_for(p.name)
+        if (config := store.settings.servers.get(p.name)) is None:
+            raise ServerNotFound(p.name)
         result = await test_connection(daemon.pool, p.name, config)
         # Server-sourced text may quote a secret: redacted for the reply and for the settings
         # file alike (the recorded serverInfo shows in servers.list).
@@ -454,10 +455,9 @@ def build_methods(daemon: "Daemon") -> MethodTable[Connection]:
         return daemon.redactor.redact_value(result)  # type: ignore[return-value]
 
     @table.add("turns.callTool", CallToolParams)
-    async def turns_call_tool(_conn: Connection, p: CallToolParams) -> dict[str, Any]:
+    async def turns_call_tool(_conn: Connection, p: CallToolParams) -> msgspec.Raw:
         with bound_contextvars(turn=p.turn_id):
-            result = await daemon.turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
-        return daemon.redactor.redact_value(result)  # type: ignore[return-value]
+            return await daemon.turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
 
     @table.add("turns.cancel", CancelParams)
     async def turns_cancel(_conn: Connection, p: CancelParams) -> dict[str, Any]:

@@ -1,65 +1,33 @@
-"""Connecting to MCP servers: a stdio transport that owns its process group, and Streamable HTTP.
+"""The stdio transport: a server child in its own process group, spoken to over its pipes.
 
-The only module that talks to child processes and HTTP clients for MCP. The stdio transport is
-meworkd's own (not the SDK's ``stdio_client``) because a host needs what that one hides: the
+meworkd's own, not the SDK's ``stdio_client``, because a host needs what that one hides: the
 child's pid for the ledger and the group kill, stderr through a pipe into the log ring, a cap on
 line sizes, and non-JSON stdout lines reported instead of passed on as exceptions.
 """
 
 import contextlib
-import functools
 import os
-import ssl
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from subprocess import PIPE
-from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as types
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from meworkd.base.lines import LineSplitter, Oversized
-from meworkd.base.procgroup import kill_group, stop_process
+from meworkd.base.procgroup import stop_process
+from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
 
-__all__ = [
-    "MAX_SERVER_LINE",
-    "SAFE_ENV",
-    "Connected",
-    "child_environment",
-    "kill_group",
-    "open_http",
-    "open_stdio",
-]
+__all__ = ["MAX_SERVER_LINE", "SAFE_ENV", "child_environment", "open_stdio"]
 
 MAX_SERVER_LINE = 32 * 1024 * 1024  # one JSON-RPC message from a server; more is a broken server
-HTTP_CONNECT_TIMEOUT = 30.0
 PIPE_READ_CHUNK = 64 * 1024
-HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
-HTTP_ERROR_BODY_MAX = 64 * 1024  # a longer error body is not read for quoting
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
-
-
-@dataclass(slots=True)
-class Connected:
-    # What the SDK's ClientSession reads and writes (its ReadStream / WriteStream protocols).
-    read: Any
-    write: Any
-    process: Process | None = None
-    # HTTP only: the status and (start of the) body of the last error response. The SDK turns
-    # a bare HTTP error into a JSON-RPC error without status or text ("Server returned an
-    # error response"), so a start-up failure could not say "HTTP 401" without this.
-    http_error: tuple[int, str] | None = None
-    # Set when the handshake failed: a server that never started has nothing to shut down
-    # gracefully, and the caller is waiting for the failure to be reported.
-    abandoned: bool = False
 
 
 def child_environment(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
@@ -84,8 +52,11 @@ async def open_stdio(
     *,
     on_stderr: Callable[[str], None],
     on_spawn: Callable[[int], None],
-) -> AsyncIterator[Connected]:
+    graceful: Callable[[], bool],
+) -> AsyncIterator[tuple["_PipeReader", "_PipeWriter", Process]]:
     """Spawn ``config`` (already expanded) in its own process group and speak MCP over stdio.
+
+    On exit the child is stopped within a bound; at once (SIGKILL) when ``graceful()`` is false.
 
     Raises:
         FileNotFoundError: the command does not exist.
@@ -116,19 +87,18 @@ async def open_stdio(
                         on_stderr(f"[meworkd] (a {line.size}-byte stderr line was cut)")
                     else:
                         on_stderr(line.decode("utf-8", "replace").rstrip("\r"))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except STREAM_CLOSED:
             pass
 
     async with anyio.create_task_group() as tg:
         assert process.stderr is not None
         tg.start_soon(stderr_reader, process.stderr)
-        connected = Connected(reader, writer, process)
         try:
-            yield connected
+            yield reader, writer, process
         finally:
             with anyio.CancelScope(shield=True):
                 writer.close()
-                await stop_process(process, graceful=not connected.abandoned)
+                await stop_process(process, graceful=graceful())
             tg.cancel_scope.cancel()
 
 
@@ -157,12 +127,7 @@ class _PipeReader:
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive(PIPE_READ_CHUNK)
-            except (
-                anyio.EndOfStream,
-                anyio.BrokenResourceError,
-                anyio.ClosedResourceError,
-                OSError,
-            ):
+            except STREAM_ENDED:
                 self._ended = True
                 continue
             self._lines.extend(self._splitter.feed(chunk))
@@ -257,7 +222,7 @@ class _PipeWriter:
         data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._stdin.send(data.encode() + b"\n")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except STREAM_CLOSED:
             # The server stopped reading: end the session rather than wait for its output.
             self._closed = True
             await self._reader.end()
@@ -274,53 +239,3 @@ class _PipeWriter:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # One context for every HTTP session: httpx2 builds a fresh one (CA store included, about
-    # 850 KiB) per client otherwise, which made each pooled HTTP session cost ~900 KiB (bench B4).
-    return httpx2.create_ssl_context()
-
-
-def http_client_for(
-    config: ServerConfig,
-    on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None,
-) -> httpx2.AsyncClient:
-    # httpx2's default 5 s read timeout would cut long tool calls short with a misleading error.
-    read = max(300.0, config.timeout * 2)
-    return httpx2.AsyncClient(
-        headers=dict(config.headers),
-        timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT, read=read),
-        verify=_tls_context(),
-        follow_redirects=False,
-        event_hooks={"response": [on_response]} if on_response is not None else None,
-    )
-
-
-@asynccontextmanager
-async def open_http(config: ServerConfig) -> AsyncIterator[Connected]:
-    assert config.url is not None
-    connected = Connected(None, None)
-
-    async def record_error(response: httpx2.Response) -> None:
-        """Keep the status and the start of the body of an HTTP error (see ``Connected``)."""
-        if response.status_code < 400:
-            return
-        text = ""
-        size = response.headers.get("content-length", "")
-        # Only a body of announced, small size: a chunked one might never end.
-        if size.isdigit() and int(size) <= HTTP_ERROR_BODY_MAX:
-            try:
-                await response.aread()  # cached: the SDK may read the same body again
-                text = " ".join(response.text.split())[:HTTP_ERROR_TEXT]
-            except httpx2.HTTPError:
-                pass
-        connected.http_error = (response.status_code, text)
-
-    async with (
-        http_client_for(config, on_response=record_error) as http,
-        streamable_http_client(config.url, http_client=http) as (read, write),
-    ):
-        connected.read, connected.write = read, write
-        yield connected

@@ -1,0 +1,40 @@
+"""What meworkd.mcp hands upward: plain data about servers and their tools, no SDK objects."""
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PeerInfo", "ServerReport", "ToolInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """One tool a server lists, as a turn needs it."""
+
+    name: str
+    title: str | None  # the tool's title, else its annotations' title
+    description: str | None
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] | None  # as on the wire (camelCase, no nulls)
+    meta: object  # the tool's ``_meta``, as sent (None when absent)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerInfo:
+    """The server's own name and version, from the handshake."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerReport:
+    """Everything a server offers, for Test connection; lists as on the wire, no nulls."""
+
+    protocol_version: str | None
+    server_info: PeerInfo | None
+    capabilities: dict[str, Any]
+    instructions: str | None
+    tools: list[dict[str, Any]]
+    prompts: list[dict[str, Any]]
+    resources: list[dict[str, Any]]
+    resource_templates: list[dict[str, Any]]

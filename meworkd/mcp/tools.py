@@ -1,0 +1,163 @@
+"""Requests a turn makes: list a server's tools, call one; replies shaped into plain data.
+
+A tool call's reply is checked for the shape of a tool result and stripped of ``_meta`` in one
+walk (:func:`shape_reply`); listings become :class:`~meworkd.mcp.model.ToolInfo`.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession, MCPError
+from mcp_types import REQUEST_TIMEOUT
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from meworkd.mcp.errors import NotAToolResult, invalid_listing
+from meworkd.mcp.model import ToolInfo
+
+__all__ = ["ProgressSink", "call_tool", "list_all", "list_tools", "shape_reply", "strip_meta"]
+
+ProgressSink = Callable[[float, float | None, str | None], None]
+
+
+async def list_all(client: ClientSession, what: str, *, limit: int = 10_000) -> list[Any]:
+    """Every item of ``tools``/``prompts``/``resources``/``resource_templates``, all pages.
+
+    ``limit`` stops a server whose cursors never end from looping forever.
+
+    Raises:
+        InvalidListing: a page that does not follow the MCP schema (e.g. a tool without
+            ``inputSchema``); the SDK raises pydantic's ValidationError, which callers
+            would otherwise let through as an internal error.
+    """
+    method = getattr(client, f"list_{what}")
+    items: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        try:
+            page = await method(params=params)
+        except ValidationError as exc:
+            raise invalid_listing(what, exc) from None
+        items += getattr(page, what)
+        cursor = page.next_cursor
+        if cursor is None or cursor in seen or len(items) >= limit:
+            return items
+        seen.add(cursor)
+
+
+async def list_tools(client: ClientSession) -> list[ToolInfo]:
+    """Every tool the server lists, as plain data."""
+    return [_tool_info(tool) for tool in await list_all(client, "tools")]
+
+
+def _tool_info(tool: types.Tool) -> ToolInfo:
+    annotations = tool.annotations
+    return ToolInfo(
+        name=tool.name,
+        title=tool.title or (annotations.title if annotations else None),
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=(
+            annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if annotations
+            else None
+        ),
+        meta=tool.meta,
+    )
+
+
+class _RawResult(BaseModel):
+    """A tools/call result as the server sent it (every member kept, as is).
+
+    The SDK checks the result against the negotiated revision's schema before handing it over;
+    taking it raw skips building a CallToolResult only to dump it back to a dict (bench B1).
+    What meworkd relies on is checked again in ``shape_reply``, whatever the revision.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def call_tool(
+    client: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    request_timeout: float,
+    long_running: bool,
+    on_progress: ProgressSink,
+) -> dict[str, Any]:
+    """Call ``tool`` and return its reply shaped by :func:`shape_reply`.
+
+    Raises (mapped by the pool through :mod:`meworkd.mcp.errors`): MCPError (an error reply,
+    a timeout, the connection closing), ValidationError or NotAToolResult (not a tool result).
+    """
+    # A long-running server may take as long as it keeps reporting progress: a watchdog
+    # whose deadline each report moves. Any other call has the SDK's own request timeout
+    # (which also sends notifications/cancelled), a cancel scope less per call.
+    timeout = request_timeout
+    watchdog = anyio.CancelScope(deadline=anyio.current_time() + timeout) if long_running else None
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        if watchdog is not None:
+            watchdog.deadline = anyio.current_time() + timeout
+        on_progress(progress, total, message)
+
+    # send_request, not call_tool: no client-side outputSchema validation (a mismatching
+    # reply is still the server's reply) and no implicit tools/list.
+    request = types.CallToolRequest(
+        params=types.CallToolRequestParams(name=tool, arguments=arguments)
+    )
+    if watchdog is None:
+        result = await client.send_request(
+            request,
+            _RawResult,
+            request_read_timeout_seconds=timeout,
+            progress_callback=progress,
+        )
+    else:
+        with watchdog:
+            result = await client.send_request(request, _RawResult, progress_callback=progress)
+        if watchdog.cancelled_caught:
+            raise MCPError(REQUEST_TIMEOUT, f"timed out after {timeout:g} s")
+    return shape_reply(result.model_extra or {})
+
+
+def shape_reply(raw: dict[str, Any]) -> dict[str, Any]:
+    """``{content, structuredContent?, isError}`` from a raw tools/call result, in one walk:
+    each content block is checked and copied without its ``_meta`` keys in the same pass.
+
+    Raises:
+        NotAToolResult: content is not a list of typed blocks, structuredContent not an
+            object, or isError not a boolean.
+    """
+    content = raw.get("content", [])
+    structured = raw.get("structuredContent")
+    is_error = raw.get("isError", False)
+    if (
+        not isinstance(content, list)
+        or not isinstance(structured, dict | None)
+        or not isinstance(is_error, bool | None)
+    ):
+        raise NotAToolResult
+    blocks: list[Any] = []
+    for block in content:
+        if not isinstance(block, dict) or "type" not in block:
+            raise NotAToolResult
+        blocks.append({k: strip_meta(v) for k, v in block.items() if k != "_meta"})
+    out: dict[str, Any] = {"content": blocks}
+    if structured is not None:
+        out["structuredContent"] = structured
+    out["isError"] = bool(is_error)
+    return out
+
+
+def strip_meta(value: Any) -> Any:
+    """``value`` without any ``_meta`` key, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_meta(v) for k, v in value.items() if k != "_meta"}
+    if isinstance(value, list):
+        return [strip_meta(v) for v in value]
+    return value
