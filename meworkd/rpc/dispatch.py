@@ -5,9 +5,10 @@ every request) is answered here directly: its envelope is checked by :func:`_pla
 about 1 us, where jsonrpcserver's pipeline spends about 80 us validating it with jsonschema
 (bench/README.md, B1). Everything else (a malformed envelope, an unknown method, positional
 params, a param named ``context``) goes to :class:`meworkd.rpc.envelope.Envelope`, jsonrpcserver's
-public pipeline, which decides and words the error. Both run a method through :func:`_invoke`, so
-typed params and the exception-to-wire map (:func:`to_rpc_error`) are the same on both, and
-tests/test_dispatch.py checks that both give the same bytes for any request
+public pipeline, which decides and words the error (its synchronous one when the request is
+well-formed and runs no method, so that reply keeps its place). Both run a method through
+:func:`_invoke`, so typed params and the exception-to-wire map (:func:`to_rpc_error`) are the
+same on both, and tests/test_dispatch.py checks that both give the same bytes for any request
 (``Dispatcher(table, fast_path=False)`` sends everything down the second path).
 
 This module adds what jsonrpcserver lacks for a daemon: typed params (msgspec), per-member batch
