@@ -34,8 +34,8 @@ from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.pool import SessionPool
+from meworkd.rpc.api import Live, Services, build_table
 from meworkd.rpc.dispatch import Dispatcher
-from meworkd.rpc.methods import Live, Services, build_table
 from meworkd.rpc.server import RpcServer
 from meworkd.settings import Settings, SettingsDiff, secret_values
 from meworkd.settings.store import SettingsStore
