@@ -1,5 +1,10 @@
 """The composition root: builds the services, owns the task tree, signals and shutdown order.
 
+The Daemon is the only place that builds things: the services, the method table over them (in
+``__init__``, so that ``Daemon(paths).methods`` exists without running), the RPC server. What
+exists only while it runs (the state database, the turns) handlers reach through
+``Services.live()``, which :class:`DaemonState` decides.
+
 Task tree::
 
     Daemon.run
@@ -11,6 +16,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping
+from enum import Enum
 
 import anyio
 from anyio.abc import SocketListener, TaskStatus
@@ -27,17 +33,24 @@ from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
 from meworkd.mcp import PidLedger, SessionPool
+from meworkd.rpc.api import Live, Services, build_table
 from meworkd.rpc.dispatch import Dispatcher
-from meworkd.rpc.methods import build_methods
 from meworkd.rpc.server import RpcServer
 from meworkd.settings import Settings, SettingsDiff, secret_values
 from meworkd.settings.store import SettingsStore
 
-__all__ = ["SHUTDOWN_BOUND", "Daemon"]
+__all__ = ["SHUTDOWN_BOUND", "Daemon", "DaemonState"]
 
 SHUTDOWN_BOUND = 10.0  # seconds; the systemd unit's TimeoutStopSec is above this
 
 log = get_logger("meworkd")
+
+
+class DaemonState(Enum):
+    CREATED = "created"  # built; nothing opened yet
+    RUNNING = "running"  # the state database is open, turns run, requests are answered
+    STOPPING = "stopping"  # shutdown began: requests in flight may still finish
+    STOPPED = "stopped"  # the state database is closed
 
 
 class Daemon:
@@ -58,10 +71,22 @@ class Daemon:
         self.ledger = PidLedger(paths.pid_ledger)
         self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
         self.approvals = Approvals(self.bus)
-        self.db: StateDB | None = None
-        self._turns: Turns | None = None
+        self.state = DaemonState.CREATED
+        self._live: Live | None = None
         self.started_at = time.monotonic()
-        self.methods = build_methods(self)
+        self.services = Services(
+            store=self.store,
+            pool=self.pool,
+            approvals=self.approvals,
+            logs=self.logs,
+            redactor=self.redactor,
+            paths=paths,
+            connections=lambda: self.rpc.connections,
+            uptime=self.uptime,
+            shutdown=self.request_shutdown,
+            live=self.live,
+        )
+        self.methods = build_table(self.services)
         self.rpc = RpcServer(
             Dispatcher(self.methods), self.bus, redact_events=self.redactor.redact_value
         )
@@ -78,13 +103,15 @@ class Daemon:
         prepare_private_dir(self.paths.state_dir)
         lock = InstanceLock(self.paths.lock)
         lock.acquire(self.paths.socket)  # raises AlreadyRunning before anything is touched
+        db: StateDB | None = None
         try:
             self.ledger.reap_leftovers()
             self.store.open()
-            self.db = StateDB(self.paths.database)
-            self._turns = Turns(
-                self.store, self.pool, self.approvals, self.db, self.bus, self.redactor.redact_value
+            db = StateDB(self.paths.database)
+            turns = Turns(
+                self.store, self.pool, self.approvals, db, self.bus, self.redactor.redact_value
             )
+            self._live, self.state = Live(db, turns), DaemonState.RUNNING
             self._refresh_secrets(self.store.settings)
             listener, owns_socket = await self._listener()
             try:
@@ -93,8 +120,9 @@ class Daemon:
                 if owns_socket:
                     self.paths.socket.unlink(missing_ok=True)
         finally:
-            if self.db is not None:
-                self.db.close()
+            self.state, self._live = DaemonState.STOPPED, None
+            if db is not None:
+                db.close()
             self._notifier.close()
             lock.release()
             log.info("daemon.stopped")
@@ -111,7 +139,7 @@ class Daemon:
         async with anyio.create_task_group() as backend:
             await backend.start(self.store.watch)
             await backend.start(self.pool.run, self.store.settings)
-            await backend.start(self.state.run_audit_writer)
+            await backend.start(self.live().state.run_audit_writer)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)
@@ -125,6 +153,7 @@ class Daemon:
                 self._notifier.ready(self.status_line())
                 task_status.started()
                 await self._stop.wait()
+                self.state = DaemonState.STOPPING
                 log.info("daemon.stopping")
                 self._notifier.stopping()
                 self.approvals.shutdown()
@@ -160,21 +189,14 @@ class Daemon:
     # --- views -----------------------------------------------------------------------------
 
     def status_line(self) -> str:
-        servers = self.store.settings.servers
-        enabled = sum(1 for c in servers.values() if c.enabled)
-        return f"{len(servers)} servers ({enabled} enabled), {len(self.pool.sessions)} sessions"
+        counts = self.services.counts()
+        return f"{counts.servers} servers ({counts.enabled} enabled), {counts.sessions} sessions"
 
-    @property
-    def turns(self) -> Turns:
-        if self._turns is None:
+    def live(self) -> Live:
+        """The state database and the turns, while running (also while requests finish)."""
+        if self.state not in (DaemonState.RUNNING, DaemonState.STOPPING) or self._live is None:
             raise ShuttingDown("meworkd is not running")
-        return self._turns
-
-    @property
-    def state(self) -> StateDB:
-        if self.db is None:
-            raise ShuttingDown("meworkd is not running")
-        return self.db
+        return self._live
 
     def uptime(self) -> float:
         return time.monotonic() - self.started_at

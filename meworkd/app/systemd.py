@@ -5,13 +5,15 @@ lines to ``$NOTIFY_SOCKET`` (a filesystem path, or ``@name`` for the abstract na
 raises and logs nothing; it returns whether the datagram was sent, and is a no-op returning
 ``False`` when the daemon is not run by systemd. :class:`Notifier` adds ``ready()``,
 ``reloading()``, ``stopping()`` and ``status()``; :data:`notifier` is the process-wide instance
-that :func:`notify` uses.
+that :func:`notify` uses. The daemon keeps a :class:`Notifier` of its own; :func:`notify` and
+:data:`notifier` are used by tests/test_systemd.py only.
 
 Socket activation (``meworkd.socket``): :func:`listen_fds` returns the sockets systemd passed
 (fds 3, 4, ... when ``LISTEN_PID`` is this process) and removes ``LISTEN_*`` from
 ``os.environ`` so that spawned MCP servers do not inherit them; :func:`listen_unix_socket` picks
 the listening Unix stream socket among them. :func:`child_environ` strips every systemd
-process-protocol variable from an environment meant for a child process.
+process-protocol variable from an environment meant for a child process (used by nothing at
+present: MCP servers get a whitelisted environment, which leaves these out anyway).
 
 Only the standard library is used, so this module is safe to import anywhere, early.
 """
@@ -139,12 +141,14 @@ class Notifier:
         return () if text is None else (f"STATUS={_one_line(text)}",)
 
 
-#: The process-wide notifier used by :func:`notify`.
+#: The process-wide notifier used by :func:`notify` (tests only; the daemon has its own).
 notifier: Final = Notifier()
 
 
 def notify(*lines: str) -> bool:
     """``sd_notify``: send ``lines`` as one datagram to ``$NOTIFY_SOCKET``; never raises.
+
+    Used by tests/test_systemd.py; the daemon sends through its own :class:`Notifier`.
 
     ``notify("READY=1", "STATUS=serving")`` sends ``b"READY=1\\nSTATUS=serving"``. Returns
     ``False`` (and does nothing) without ``NOTIFY_SOCKET``, and ``False`` if sending failed.
@@ -234,6 +238,10 @@ def listen_unix_socket() -> socket.socket | None:
 
 
 def child_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``env`` (default ``os.environ``) without :data:`SYSTEMD_ENV_VARS`."""
+    """A copy of ``env`` (default ``os.environ``) without :data:`SYSTEMD_ENV_VARS`.
+
+    Not called by the daemon at present (see the module comment); kept for a child whose
+    environment is inherited rather than whitelisted.
+    """
     source = os.environ if env is None else env
     return {key: value for key, value in source.items() if key not in SYSTEMD_ENV_VARS}

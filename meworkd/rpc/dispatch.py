@@ -1,59 +1,41 @@
-"""From one received line to the reply line: parsing, batches, dispatch and the error boundary.
+"""From one received line to the reply line: parsing, batches, typed dispatch, the error boundary.
 
-jsonrpcserver validates the envelope, finds the method and shapes replies; this module adds what
-it lacks for a daemon: typed params (msgspec), per-member batch errors, and the one place where
-exceptions become JSON-RPC errors, so no Python exception text ever reaches a client.
+Two paths, one answer. A well-formed request for a registered method with named params (nearly
+every request) is answered here directly: its envelope is checked by :func:`_plainly_valid` in
+about 1 us, where jsonrpcserver's pipeline spends about 80 us validating it with jsonschema
+(bench/README.md, B1). Everything else (a malformed envelope, an unknown method, positional
+params, a param named ``context``) goes to :class:`meworkd.rpc.envelope.Envelope`, jsonrpcserver's
+public pipeline, which decides and words the error (its synchronous one when the request is
+well-formed and runs no method, so that reply keeps its place). Both run a method through
+:func:`_invoke`, so typed params and the exception-to-wire map (:func:`to_rpc_error`) are the
+same on both, and tests/test_dispatch.py checks that both give the same bytes for any request
+(``Dispatcher(table, fast_path=False)`` sends everything down the second path).
 
-A well-formed request for a registered method with named params (nearly every request) is
-answered here directly, with the same reply jsonrpcserver would give (tests/test_dispatch.py
-checks that); jsonrpcserver's pipeline costs about 80 us per request, mostly validating the
-envelope with jsonschema, which the fast check below does in about 1 us (bench/README.md, B1).
+This module adds what jsonrpcserver lacks for a daemon: typed params (msgspec), per-member batch
+errors, and the one place where exceptions become JSON-RPC errors, so no Python exception text
+ever reaches a client. A method may return ``msgspec.Raw`` (an already encoded reply): it is
+written into the reply verbatim.
 """
 
-import inspect
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import anyio
 import msgspec
-from jsonrpcserver import Success, async_dispatch_to_serializable
-from jsonrpcserver.async_dispatcher import dispatch_request
-from jsonrpcserver.dispatcher import create_request, to_response
-from jsonrpcserver.exceptions import JsonRpcError
-from jsonrpcserver.response import to_serializable
-from jsonrpcserver.sentinels import NOID
+from mework_protocol import codes
 
 from meworkd.base.errors import MeworkError
 from meworkd.base.log import get_logger
+from meworkd.rpc.envelope import Envelope
+from meworkd.rpc.table import Method, MethodTable, RpcFailure
 
-__all__ = [
-    "INTERNAL_ERROR",
-    "INVALID_PARAMS",
-    "INVALID_REQUEST",
-    "METHOD_NOT_FOUND",
-    "PARSE_ERROR",
-    "Dispatcher",
-    "MethodTable",
-    "error_response",
-]
+__all__ = ["MAX_BATCH", "Dispatcher", "MethodTable", "error_response", "to_rpc_error"]
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 MAX_BATCH = 256  # members per batch; more is refused whole
 
 C = TypeVar("C")
-P = TypeVar("P")
-Handler = Callable[[C, Any], Awaitable[object]]
 log = get_logger("meworkd.rpc")
-
-
-class NoParams(msgspec.Struct, forbid_unknown_fields=True):
-    """For methods that take none (an empty object or no ``params`` at all)."""
 
 
 def error_response(code: int, message: str, data: object = None, id_: object = None) -> bytes:
@@ -63,68 +45,20 @@ def error_response(code: int, message: str, data: object = None, id_: object = N
     return msgspec.json.encode({"jsonrpc": "2.0", "error": error, "id": id_})
 
 
-def to_rpc_error(exc: BaseException) -> JsonRpcError:
+def to_rpc_error(exc: BaseException) -> RpcFailure:
     """The single exception-to-wire mapping."""
     if isinstance(exc, MeworkError):
-        return JsonRpcError(exc.code, exc.message, {"kind": exc.kind, **exc.data})
+        return RpcFailure(exc.code, exc.message, {"kind": exc.kind, **exc.data})
     if isinstance(exc, msgspec.ValidationError):
         detail = str(exc).replace("`", "").replace("$.", "").replace(" - at $", "")
-        return JsonRpcError(
-            INVALID_PARAMS, "Invalid params", {"kind": "invalid_params", "detail": detail}
+        return RpcFailure(
+            codes.INVALID_PARAMS, "Invalid params", {"kind": "invalid_params", "detail": detail}
         )
-    return JsonRpcError(INTERNAL_ERROR, "Internal error", {"kind": "internal"})
+    return RpcFailure(codes.INTERNAL_ERROR, "Internal error", {"kind": "internal"})
 
 
-@dataclass(frozen=True, slots=True)
-class _Method(Generic[C]):
-    handler: Handler[C]
-    params: type[Any]
-
-
-class MethodTable(Generic[C]):
-    """Method name → (params Struct, handler); handlers get ``(context, params)``."""
-
-    def __init__(self) -> None:
-        self._methods: dict[str, _Method[C]] = {}
-
-    def add(self, name: str, params: type[Any] = NoParams) -> Callable[[Handler[C]], Handler[C]]:
-        def register(handler: Handler[C]) -> Handler[C]:
-            if name in self._methods:
-                raise ValueError(f"method {name} registered twice")
-            self._methods[name] = _Method(handler, params)
-            return handler
-
-        return register
-
-    def names(self) -> list[str]:
-        return sorted(self._methods)
-
-    def get(self, name: str) -> "_Method[C] | None":
-        return self._methods.get(name)
-
-    def jsonrpcserver_methods(self) -> dict[str, Callable[..., Awaitable[object]]]:
-        return {name: self._entry(name, m) for name, m in self._methods.items()}
-
-    @staticmethod
-    def _entry(name: str, method: _Method[C]) -> Callable[..., Awaitable[object]]:
-        async def entry(context: C, *args: object, **kwargs: object) -> object:
-            if args:
-                raise JsonRpcError(
-                    INVALID_PARAMS,
-                    "Invalid params",
-                    {"kind": "invalid_params", "detail": "params must be an object"},
-                )
-            return Success(await _invoke(name, method, context, kwargs))
-
-        # jsonrpcserver checks every call's arguments with inspect.signature(entry).bind(...);
-        # computing the signature each time was ~20 % of its per-request cost (bench/README.md,
-        # B1 profile). A precomputed __signature__ is what inspect.signature returns as is.
-        entry.__signature__ = inspect.signature(entry)  # type: ignore[attr-defined]
-        return entry
-
-
-async def _invoke(name: str, method: _Method[C], context: C, params: dict[str, object]) -> object:
-    """Run a method on its typed params; every exception leaves as a :class:`JsonRpcError`."""
+async def _invoke(method: Method[C], context: C, params: dict[str, object]) -> object:
+    """Run a method on its typed params; every exception leaves as an :class:`RpcFailure`."""
     try:
         typed = msgspec.convert(params, method.params)
         return await method.handler(context, typed)
@@ -132,8 +66,8 @@ async def _invoke(name: str, method: _Method[C], context: C, params: dict[str, o
         raise
     except Exception as exc:
         error = to_rpc_error(exc)
-        if error.code == INTERNAL_ERROR:
-            log.exception("rpc.internal_error", method=name)
+        if error.code == codes.INTERNAL_ERROR:
+            log.exception("rpc.internal_error", method=method.name)
         raise error from None
 
 
@@ -142,7 +76,7 @@ class Dispatcher(Generic[C]):
 
     def __init__(self, table: MethodTable[C], *, fast_path: bool = True) -> None:
         self._table = table
-        self._methods = table.jsonrpcserver_methods()
+        self._envelope = Envelope({m.name: partial(_invoke, m) for m in table})
         self._fast_path = fast_path  # off: jsonrpcserver's whole pipeline (tests compare)
 
     async def handle_line(self, line: bytes, context: C) -> bytes | None:
@@ -153,19 +87,15 @@ class Dispatcher(Generic[C]):
         except Exception:
             # Last resort: whatever a line does, it must not take the listener down with it.
             log.exception("rpc.unhandled_line")
-            return error_response(INTERNAL_ERROR, "Internal error", {"kind": "internal"})
+            return error_response(codes.INTERNAL_ERROR, "Internal error", {"kind": "internal"})
 
     async def _handle_line(self, line: bytes, context: C) -> bytes | None:
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:
-            return error_response(
-                PARSE_ERROR, "Parse error", {"kind": "parse_error", "detail": _where(line)}
-            )
+            return _parse_error(_where(line))
         except RecursionError:  # msgspec's nesting limit (about 1000 levels)
-            return error_response(
-                PARSE_ERROR, "Parse error", {"kind": "parse_error", "detail": "nested too deeply"}
-            )
+            return _parse_error("nested too deeply")
         if isinstance(message, list):
             return await self._batch(message, context)
         reply = await self._one(message, context)
@@ -173,20 +103,9 @@ class Dispatcher(Generic[C]):
 
     async def _batch(self, members: list[object], context: C) -> bytes | None:
         if not members:
-            return error_response(
-                INVALID_REQUEST,
-                "Invalid request",
-                {"kind": "invalid_request", "detail": "empty batch"},
-            )
+            return _invalid_request("empty batch")
         if len(members) > MAX_BATCH:
-            return error_response(
-                INVALID_REQUEST,
-                "Invalid request",
-                {
-                    "kind": "invalid_request",
-                    "detail": f"a batch may hold at most {MAX_BATCH} requests",
-                },
-            )
+            return _invalid_request(f"a batch may hold at most {MAX_BATCH} requests")
         replies: list[object | None] = [None] * len(members)
 
         async def run(i: int, member: object) -> None:
@@ -199,68 +118,35 @@ class Dispatcher(Generic[C]):
         return msgspec.json.encode(answered) if answered else None
 
     async def _one(self, message: object, context: C) -> object | None:
-        reply: object
         if self._fast_path and isinstance(message, dict) and _plainly_valid(message):
-            name = message["method"]
-            method = self._table.get(name)
+            method = self._table.get(message["method"])
             params = message.get("params", _NO_PARAMS)
             # (A param named "context" is jsonrpcserver's to refuse: it clashes with its
-            # context argument. Positional params are refused in the entry.)
+            # context argument. Positional params it refuses in the envelope's entry.)
             if method is not None and isinstance(params, dict) and "context" not in params:
-                return await self._direct(name, method, message, params, context)
-            # jsonrpcserver's own steps for a request that plainly satisfies its request
-            # schema, without the jsonschema validation and the asyncio.gather task its
-            # pipeline adds around every request.
-            request = create_request(message)
-            _request, result = await dispatch_request(self._methods, context, request)
-            reply = None if request.id is NOID else to_serializable(to_response(request, result))
-        else:
-            # Anything else: jsonrpcserver's full pipeline decides and words the error. It
-            # re-parses the text it is given; handing it the decoded object through the
-            # deserializer keeps one parse and lets batches be split per member.
-            reply = await async_dispatch_to_serializable(
-                "", methods=self._methods, context=context, deserializer=lambda _text: message
-            )
-        # jsonrpcserver's own errors (invalid request, method not found) carry a bare string
-        # as data; give them the stable data.kind every other error has.
-        error = reply.get("error") if isinstance(reply, dict) else None
-        if isinstance(error, dict) and not isinstance(error.get("data"), dict):
-            kind = _STANDARD_KINDS.get(error.get("code"), "internal")  # type: ignore[arg-type]
-            detail = error.get("data")
-            error["data"] = {"kind": kind} if detail is None else {"kind": kind, "detail": detail}
-        return reply
+                return await _direct(method, message, params, context)
+            if method is None or params:  # (empty positional params run the method)
+                return self._envelope.refuse(message)
+        return await self._envelope.answer(message, context)
 
-    @staticmethod
-    async def _direct(
-        name: str,
-        method: _Method[C],
-        message: dict[str, Any],
-        params: dict[str, object],
-        context: C,
-    ) -> object | None:
-        try:
-            result = await _invoke(name, method, context, params)
-        except JsonRpcError as exc:
-            reply = {
-                "jsonrpc": "2.0",
-                "error": {"code": exc.code, "message": exc.message, "data": exc.data},
-                "id": message.get("id"),
-            }
-        else:
-            reply = {"jsonrpc": "2.0", "result": result, "id": message.get("id")}
-        return reply if "id" in message else None  # a notification runs but gets no reply
+
+async def _direct(
+    method: Method[C], message: dict[str, Any], params: dict[str, object], context: C
+) -> object | None:
+    try:
+        result = await _invoke(method, context, params)
+    except RpcFailure as exc:
+        reply = {
+            "jsonrpc": "2.0",
+            "error": {"code": exc.code, "message": exc.message, "data": exc.data},
+            "id": message.get("id"),
+        }
+    else:
+        reply = {"jsonrpc": "2.0", "result": result, "id": message.get("id")}
+    return reply if "id" in message else None  # a notification runs but gets no reply
 
 
 _NO_PARAMS: dict[str, object] = {}
-_STANDARD_KINDS = {
-    PARSE_ERROR: "parse_error",
-    INVALID_REQUEST: "invalid_request",
-    METHOD_NOT_FOUND: "method_not_found",
-    INVALID_PARAMS: "invalid_params",
-    INTERNAL_ERROR: "internal",
-}
-
-
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "id", "params"})
 
 
@@ -276,6 +162,18 @@ def _plainly_valid(request: dict[str, object]) -> bool:
         and isinstance(request.get("method"), str)
         and (id_ is None or isinstance(id_, str) or type(id_) in (int, float))  # no bool
         and ("params" not in request or isinstance(request["params"], list | dict))
+    )
+
+
+def _parse_error(detail: str) -> bytes:
+    return error_response(
+        codes.PARSE_ERROR, "Parse error", {"kind": "parse_error", "detail": detail}
+    )
+
+
+def _invalid_request(detail: str) -> bytes:
+    return error_response(
+        codes.INVALID_REQUEST, "Invalid request", {"kind": "invalid_request", "detail": detail}
     )
 
 

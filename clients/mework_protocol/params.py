@@ -1,0 +1,163 @@
+"""The params of every RPC method as msgspec Structs: camelCase objects, unknown keys refused.
+
+Unknown params are refused so that a typo is an error rather than a silent no-op (docs/api.md).
+Decoded by the daemon only for now: this module needs msgspec, so the standard-library clients
+(``mework_client``, ``meworkctl``) must not import it.
+"""
+
+from typing import Any, Literal
+
+import msgspec
+
+from mework_protocol.levels import ApprovalLevel
+
+__all__ = [
+    "AddServerParams",
+    "AuditParams",
+    "BeginParams",
+    "CallToolParams",
+    "CancelParams",
+    "CreateConversationParams",
+    "ExportParams",
+    "GetServerParams",
+    "IdParams",
+    "ImportParams",
+    "LogsParams",
+    "McpOptionsParams",
+    "NameParams",
+    "NoParams",
+    "PresetParams",
+    "RenameParams",
+    "RespondParams",
+    "SubscribeParams",
+    "ToolAutoApproveParams",
+    "ToolEnabledParams",
+    "TurnParams",
+    "UpdateConversationParams",
+    "UpdateServerParams",
+]
+
+
+class NoParams(msgspec.Struct, forbid_unknown_fields=True):
+    """For methods that take none (an empty object or no ``params`` at all)."""
+
+
+class _Params(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    pass
+
+
+class NameParams(_Params):
+    name: str
+
+
+class GetServerParams(_Params):
+    name: str
+    reveal: bool = False
+
+
+class AddServerParams(_Params):
+    name: str
+    server: dict[str, Any]
+
+
+class UpdateServerParams(_Params):
+    name: str
+    patch: dict[str, Any]
+
+
+class RenameParams(_Params):
+    name: str
+    new_name: str
+
+
+class ImportParams(_Params):
+    text: str
+    on_conflict: Literal["error", "replace", "skip"] = "error"
+
+
+class ExportParams(_Params):
+    reveal: bool = False
+
+
+class ToolEnabledParams(_Params):
+    name: str
+    tool: str
+    enabled: bool
+
+
+class ToolAutoApproveParams(_Params):
+    name: str
+    tool: str
+    auto_approve: bool
+
+
+# The settings file's own spelling (snake_case), not camelCase: these are its mcp.* keys.
+class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
+    mandatory_description_prefix: str | None = None
+    session_idle_minutes: float | None = None
+    max_reply_bytes: int | None = None
+    approval_timeout_seconds: float | None = None
+
+
+class PresetParams(_Params):
+    name: str
+    preset: dict[str, Any]
+
+
+class LogsParams(_Params):
+    name: str
+    tail: int | None = None
+
+
+class IdParams(_Params):
+    id: str
+
+
+class CreateConversationParams(_Params):
+    id: str | None = None
+    preset: str | None = None
+    mcp_servers: list[str] | None = None
+    approval_level: ApprovalLevel | None = None
+
+
+class UpdateConversationParams(_Params):
+    id: str
+    mcp_servers: list[str] | None = None
+    approval_level: ApprovalLevel | None = None
+    preset: str | msgspec.UnsetType | None = msgspec.UNSET  # null: detach the preset
+
+
+class BeginParams(_Params):
+    conversation_id: str
+    parent_turn_id: str | None = None
+
+
+class CallToolParams(_Params):
+    turn_id: str
+    name: str
+    arguments: dict[str, Any] = {}
+    call_id: str | None = None
+
+
+class CancelParams(_Params):
+    turn_id: str
+    call_id: str | None = None
+
+
+class TurnParams(_Params):
+    turn_id: str
+
+
+class RespondParams(_Params):
+    approval_id: str
+    decision: Literal["allow", "deny"]
+    reason: str | None = None
+
+
+class AuditParams(_Params):
+    conversation_id: str | None = None
+    limit: int = 100
+
+
+class SubscribeParams(_Params):
+    topics: list[str] | None = None

@@ -1,0 +1,31 @@
+"""The RPC methods, one module per group, each a thin adapter from params to core calls.
+
+Handlers are module functions taking ``(services, connection, params)``, collected in each
+module's ``group``; :func:`meworkd.rpc.api.build_table` binds them all to the daemon's
+:class:`~meworkd.rpc.services.Services`. Groups do not import each other. Method names, params
+and results are the contract of docs/api.md.
+"""
+
+from meworkd.rpc.methods import (
+    approvals,
+    conversations,
+    daemon,
+    events,
+    presets,
+    probe,
+    servers,
+    settings,
+    turns,
+)
+
+__all__ = [
+    "approvals",
+    "conversations",
+    "daemon",
+    "events",
+    "presets",
+    "probe",
+    "servers",
+    "settings",
+    "turns",
+]

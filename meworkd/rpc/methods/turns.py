@@ -1,0 +1,40 @@
+"""turns.*: a model turn's tools, its tool calls, cancelling them, ending it."""
+
+from typing import Any
+
+import msgspec
+from mework_protocol.params import BeginParams, CallToolParams, CancelParams, TurnParams
+from structlog.contextvars import bound_contextvars
+
+from meworkd.rpc.connection import Connection
+from meworkd.rpc.services import Services
+from meworkd.rpc.table import MethodGroup
+
+__all__ = ["group"]
+
+group: MethodGroup[Services, Connection] = MethodGroup()
+
+
+@group.add("turns.begin", BeginParams)
+async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any]:
+    result = await s.live().turns.begin(p.conversation_id, p.parent_turn_id)
+    # Failure reasons and tool descriptions come from servers and may quote a secret.
+    return s.redactor.redact_value(result)  # type: ignore[return-value]
+
+
+@group.add("turns.callTool", CallToolParams)
+async def call_tool(s: Services, _conn: Connection, p: CallToolParams) -> msgspec.Raw:
+    # The reply's bytes as Turns encoded them once (and redacted, when secrets are configured).
+    with bound_contextvars(turn=p.turn_id):
+        return await s.live().turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
+
+
+@group.add("turns.cancel", CancelParams)
+async def cancel(s: Services, _conn: Connection, p: CancelParams) -> dict[str, Any]:
+    return {"cancelled": s.live().turns.cancel(p.turn_id, p.call_id)}
+
+
+@group.add("turns.end", TurnParams)
+async def end(s: Services, _conn: Connection, p: TurnParams) -> dict[str, Any]:
+    s.live().turns.end(p.turn_id)
+    return {"ended": p.turn_id}
