@@ -21,28 +21,15 @@ BUCKETS = (
     ("RPC layer (meworkd/rpc, jsonrpcserver)", ("meworkd/rpc/", "jsonrpcserver/", "oslash/")),
     (
         "turn logic (turns, approvals, state/SQLite, redaction)",
-        (
-            "meworkd/turns.py",
-            "meworkd/approvals.py",
-            "meworkd/state.py",
-            "meworkd/policy.py",
-            "meworkd/log.py",
-            "meworkd/pool.py",
-        ),
+        ("meworkd/core/", "meworkd/base/log.py", "meworkd/mcp/pool.py"),
     ),
     (
         "MCP client (SDK ClientSession + meworkd transport)",
-        ("mcp/", "mcp_types/", "meworkd/session.py", "meworkd/transports.py", "pydantic"),
+        ("mcp/", "mcp_types/", "meworkd/mcp/", "pydantic"),
     ),
     (
         "events, settings, logs",
-        (
-            "meworkd/events.py",
-            "meworkd/store.py",
-            "meworkd/settings.py",
-            "meworkd/serverlog.py",
-            "structlog/",
-        ),
+        ("meworkd/base/events.py", "meworkd/settings/", "structlog/"),
     ),
 )
 

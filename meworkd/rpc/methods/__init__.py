@@ -5,27 +5,3 @@ module's ``group``; :func:`meworkd.rpc.api.build_table` binds them all to the da
 :class:`~meworkd.rpc.services.Services`. Groups do not import each other. Method names, params
 and results are the contract of docs/api.md.
 """
-
-from meworkd.rpc.methods import (
-    approvals,
-    conversations,
-    daemon,
-    events,
-    presets,
-    probe,
-    servers,
-    settings,
-    turns,
-)
-
-__all__ = [
-    "approvals",
-    "conversations",
-    "daemon",
-    "events",
-    "presets",
-    "probe",
-    "servers",
-    "settings",
-    "turns",
-]
