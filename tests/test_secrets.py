@@ -1,0 +1,263 @@
+"""Issue 14, points 1 and 2: secrets are exactly the secrets, and they never leave.
+
+A real in-process daemon on a real socket, real fixture servers over pipes and HTTP. Ordinary
+values (``LOG_LEVEL=info``, ``Content-Type: application/json``) pass through untouched; secrets
+stay out as dict keys, inside URLs, in a hook's message kept in the audit, in the exit output of
+a process whose secret was just rotated, and in text cut to a length.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mework_client import RpcError
+from mework_client.aio import connect
+
+from meworkd.base.log import REDACTED
+from meworkd.settings import is_secret_name, masked_entry, parse_server, secret_values
+from tests.daemon_helpers import (
+    begin_turn,
+    bound,
+    call_tool,
+    envdump,
+    free_port,
+    start_daemon,
+    text_of,
+)
+from tests.reliability.harness import LOCAL_SERVERS
+from tests.turn_helpers import (
+    approval_for,
+    mw_fixture,  # noqa: F401  (the mw fixture)
+    start_call,
+)
+
+pytestmark = pytest.mark.anyio
+
+PAT = "ghp-secret-4b7d1f0a9c2e"  # GITHUB_PAT
+HDR = "hdr-secret-9e1a5c7b3d"  # Authorization: Bearer …
+ORDINARY = "info production application/json mework desktop"
+ECHO_AUTH = str(LOCAL_SERVERS / "http_echo_auth.py")
+
+
+def _ordinary_servers(port: int) -> dict[str, Any]:
+    return {
+        "e": envdump(env={"LOG_LEVEL": "info", "NODE_ENV": "production", "GITHUB_PAT": PAT}),
+        "h": {
+            "type": "streamable_http",
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {
+                "Content-Type": "application/json",
+                "User-Agent": "mework desktop",
+                "Authorization": f"Bearer {HDR}",
+            },
+            "enabled": False,
+        },
+    }
+
+
+# --- the definition (pure) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("GITHUB_PAT", True),
+        ("API_KEY", True),
+        ("apiKey", True),
+        ("APIKey", True),
+        ("X-Api-Key", True),
+        ("MY_TOKENS", True),
+        ("TOKEN2", True),
+        ("db.password", True),
+        ("SESSION_ID", True),
+        ("sessionCookie", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("PASSWD", True),
+        ("PATH", False),
+        ("NODE_ENV", False),
+        ("LOG_LEVEL", False),
+        ("MONKEY", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("PATHEXT", False),
+        ("PASSTHROUGH", False),
+        ("AUTHOR", False),
+        ("MYTOKEN", False),  # a word part, not any substring
+        ("", False),
+    ],
+)
+def test_secret_names_are_told_by_whole_words(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_secret_values_are_exactly_the_secrets() -> None:
+    config = parse_server(
+        "s",
+        {
+            "url": "https://${MW_USER}:${MW_PW}@example.com/hooks/${MW_PATH}/mcp?k=${MW_Q:-dflt-q}",
+            "headers": {
+                "Authorization": "Bearer ${MW_TOK}",
+                "Content-Type": "application/json",
+                "User-Agent": "mework desktop",
+                "X-Tenant": "tenant-literal",
+            },
+        },
+    )
+    environ = {"MW_USER": "user-x", "MW_PW": "pw-secret", "MW_PATH": "path/seg", "MW_TOK": "tok1"}
+    found = set(secret_values(config, environ))
+    assert {"user-x", "pw-secret", "path/seg", "path%2Fseg", "dflt-q", "tok1"} <= found
+    assert "Bearer tok1" in found
+    assert "tenant-literal" in found  # a header not known to be descriptive is a secret
+    for ordinary in ("application/json", "mework", "desktop", "mework desktop", "example.com"):
+        assert ordinary not in found
+    env = parse_server(
+        "e",
+        {
+            "command": "x",
+            "env": {
+                "LOG_LEVEL": "info",
+                "NODE_ENV": "production",
+                "GITHUB_PAT": "pat-value",
+                "FROM": "${MW_FROM}",
+                "DEFAULTED": "${MW_UNSET:-default-literal}",
+            },
+        },
+    )
+    found = set(secret_values(env, {"MW_FROM": "from-var"}))
+    assert found == {"pat-value", "from-var", "default-literal"}
+
+
+def test_masks_keep_references_and_ordinary_values_and_hide_defaults() -> None:
+    raw = {
+        "url": "https://h/${A:-url-default}/mcp",
+        "env": {"LOG_LEVEL": "info", "GITHUB_PAT": "x", "REF": "${T:-env-default}"},
+        "headers": {"User-Agent": "mework desktop", "Authorization": "Bearer ${T:-hdr-dflt}"},
+    }
+    masked = masked_entry(raw)
+    assert masked["url"] == "https://h/${A:-********}/mcp"
+    assert masked["env"] == {"LOG_LEVEL": "info", "GITHUB_PAT": "********", "REF": "${T:-********}"}
+    assert masked["headers"] == {
+        "User-Agent": "mework desktop",
+        "Authorization": "Bearer ${T:-********}",
+    }
+
+
+# --- ordinary values pass through --------------------------------------------------------------
+
+
+async def test_ordinary_values_pass_through_replies_events_and_prompts(short_tmp: Path) -> None:
+    async with (
+        start_daemon(short_tmp, _ordinary_servers(free_port())) as (_d, sock),
+        connect(sock) as c,
+    ):
+        await c.subscribe(["approval.requested"])
+        turn = await begin_turn(c, ["e"])
+        echoed = await call_tool(c, turn, "e", "args", {"text": ORDINARY})
+        assert json.loads(text_of(echoed)) == {"text": ORDINARY}
+        child_env = json.loads(text_of(await call_tool(c, turn, "e", "env")))
+        assert (child_env["LOG_LEVEL"], child_env["NODE_ENV"]) == ("info", "production")
+        assert child_env["GITHUB_PAT"] == REDACTED
+        got = await c.call("servers.get", {"name": "e"})
+        assert got["server"]["env"] == {
+            "LOG_LEVEL": "info",
+            "NODE_ENV": "production",
+            "GITHUB_PAT": "********",
+        }
+        headers = (await c.call("servers.get", {"name": "h"}))["server"]["headers"]
+        assert headers == {
+            "Content-Type": "application/json",
+            "User-Agent": "mework desktop",
+            "Authorization": "********",
+        }
+        # The approval prompt shows what the call carries, and the server gets exactly that.
+        conv = await c.call(
+            "conversations.create", {"mcpServers": ["e"], "approvalLevel": "request_approval"}
+        )
+        asked = await begin_turn(c, ["e"], conv["id"])
+        arguments = {"text": ORDINARY, "nested": {"production": [None, 1.5, "info"]}}
+        async with anyio.create_task_group() as tg:
+            pending = start_call(
+                tg,
+                c,
+                "turns.callTool",
+                {
+                    "turnId": asked["turnId"],
+                    "name": bound(asked, "e", "args"),
+                    "arguments": arguments,
+                },
+            )
+            prompt = await approval_for(c, asked)
+            assert prompt["arguments"] == arguments
+            await c.call(
+                "approvals.respond", {"approvalId": prompt["approvalId"], "decision": "allow"}
+            )
+            reply = await pending.wait()
+        assert json.loads(text_of(reply)) == arguments
+
+
+# --- masked values sent back --------------------------------------------------------------------
+
+
+async def test_a_masked_value_sent_back_keeps_the_stored_secret(short_tmp: Path) -> None:
+    servers = {
+        "e": envdump(env={"GITHUB_PAT": PAT, "D": "${MW_UNSET_X:-default-secret}"}),
+        "h": _ordinary_servers(free_port())["h"],
+    }
+    async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+        shown = (await c.call("servers.get", {"name": "e"}))["server"]
+        assert shown["env"]["D"] == "${MW_UNSET_X:-********}"
+        shown["env"]["LOG_LEVEL"] = "debug"
+        await c.call("servers.update", {"name": "e", "patch": {"env": shown["env"]}})
+        exported = await c.call("servers.export")
+        await c.call("servers.import", {"text": json.dumps(exported), "onConflict": "replace"})
+        stored = json.loads((short_tmp / "settings.json").read_text())["assets"]["mcpServers"]
+        assert stored["e"]["env"] == {
+            "GITHUB_PAT": PAT,
+            "D": "${MW_UNSET_X:-default-secret}",
+            "LOG_LEVEL": "debug",
+        }
+        assert stored["h"]["headers"]["Authorization"] == f"Bearer {HDR}"
+        # A mask that stands for no stored value is refused, never written.
+        for method, params in (
+            ("servers.add", {"name": "new", "server": envdump(env={"TOKEN": "********"})}),
+            ("servers.update", {"name": "e", "patch": {"env": {"NEW_KEY": "********"}}}),
+            ("servers.update", {"name": "e", "patch": {"url": None, "env": {"A": REDACTED}}}),
+        ):
+            with pytest.raises(RpcError):
+                await c.call(method, params)
+        text = (short_tmp / "settings.json").read_text()
+        assert "********" not in text
+        assert REDACTED not in text
+
+
+# --- secrets never leave ------------------------------------------------------------------------
+
+
+async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> None:
+    port = free_port()  # nothing listens: every connect fails, quoting the URL
+    url = f"http://u:${{MW_PW}}@127.0.0.1:{port}/hooks/${{MW_PATH_TOKEN}}/mcp?key=${{MW_Q}}"
+    servers = {
+        "h": {"type": "streamable_http", "url": url, "timeoutSeconds": 5},
+        "d": {
+            "type": "streamable_http",
+            "url": f"http://127.0.0.1:{port}/${{MW_NO:-dflt-seg-5c1}}",
+        },
+    }
+    environ = {"PATH": "/usr/bin:/bin", "MW_PW": "pw-3f9a7c", "MW_PATH_TOKEN": "path-tok-8d2e6b"}
+    environ["MW_Q"] = "query-tok-1a4f"
+    secrets = ("pw-3f9a7c", "path-tok-8d2e6b", "query-tok-1a4f", "dflt-seg-5c1")
+    async with start_daemon(short_tmp, servers, environ=environ) as (_d, sock), connect(sock) as c:
+        turn = await begin_turn(c, ["h", "d"])
+        assert {f["server"] for f in turn["failures"]} == {"h", "d"}
+        seen: list[Any] = [turn]
+        for name in ("h", "d"):
+            seen.append(await c.call("servers.test", {"name": name}))
+            seen.append(await c.call("servers.get", {"name": name}))
+        seen += [await c.call("settings.get"), await c.call("servers.export")]
+        assert "could not connect" in json.dumps(turn["failures"])
+        for value in seen:
+            for secret in secrets:
+                assert secret not in json.dumps(value), (secret, value)
