@@ -9,6 +9,7 @@ a process whose secret was just rotated, and in text cut to a length.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +18,27 @@ import pytest
 from mework_client import RpcError
 from mework_client.aio import connect
 
-from meworkd.base.log import REDACTED
+from meworkd.base.log import REDACTED, Redactor
 from meworkd.settings import is_secret_name, masked_entry, parse_server, secret_values
 from tests.daemon_helpers import (
+    BOUND,
     begin_turn,
     bound,
     call_tool,
     envdump,
     free_port,
+    session_for,
     start_daemon,
     text_of,
+    wait_event,
 )
 from tests.reliability.harness import LOCAL_SERVERS
 from tests.turn_helpers import (
+    Harness,
     approval_for,
+    document,
     mw_fixture,  # noqa: F401  (the mw fixture)
+    permission_hooks,
     start_call,
 )
 
@@ -145,6 +152,17 @@ def test_masks_keep_references_and_ordinary_values_and_hide_defaults() -> None:
     }
 
 
+def test_redactor_redacts_keys_and_forgets_a_rotated_secret_only_when_told() -> None:
+    redactor = Redactor()
+    redactor.update(["old-secret"])
+    assert redactor.redact_value({"old-secret": {"a": "old-secret"}}) == {REDACTED: {"a": REDACTED}}
+    gone = False
+    redactor.update(["new-secret"], retire_when=lambda: gone)
+    assert redactor.redact("old-secret new-secret") == f"{REDACTED} {REDACTED}"
+    gone = True
+    assert redactor.redact("old-secret new-secret") == f"old-secret {REDACTED}"
+
+
 # --- ordinary values pass through --------------------------------------------------------------
 
 
@@ -236,6 +254,17 @@ async def test_a_masked_value_sent_back_keeps_the_stored_secret(short_tmp: Path)
 # --- secrets never leave ------------------------------------------------------------------------
 
 
+async def test_secrets_as_keys_are_redacted(short_tmp: Path) -> None:
+    servers = {"e": envdump("--key-env", "TOKEN", env={"TOKEN": PAT})}
+    async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+        turn = await begin_turn(c, ["e"])
+        assert any(t["name"] == bound(turn, "e", "keys") for t in turn["tools"])
+        reply = await call_tool(c, turn, "e", "keys")
+        assert reply["structuredContent"] == {REDACTED: True}
+        for value in (turn, reply, await c.call("servers.test", {"name": "e"})):
+            assert PAT not in json.dumps(value)
+
+
 async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> None:
     port = free_port()  # nothing listens: every connect fails, quoting the URL
     url = f"http://u:${{MW_PW}}@127.0.0.1:{port}/hooks/${{MW_PATH_TOKEN}}/mcp?key=${{MW_Q}}"
@@ -261,3 +290,43 @@ async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> N
         for value in seen:
             for secret in secrets:
                 assert secret not in json.dumps(value), (secret, value)
+
+
+async def test_hook_message_is_redacted_before_it_is_cut_and_audited(mw: Harness) -> None:
+    token = "hook-tok-" + "5e8b2d4f" * 8
+    script = mw.root / "deny.py"
+    message = "x" * 990 + token  # the 1000-character cut falls inside the token
+    script.write_text(
+        f"#!{sys.executable} -I\nimport json\n"
+        "out = {'hookEventName': 'PermissionRequest', "
+        f"'decision': {{'behavior': 'deny', 'message': {message!r}}}}}\n"
+        "print(json.dumps({'hookSpecificOutput': out}))\n"
+    )
+    script.chmod(0o755)
+    doc = document({"e": envdump(env={"TOKEN": token})}, hooks=permission_hooks(".*", script))
+    await mw.start(doc)
+    conv = await mw.conversation(["e"], level="request_approval")
+    turn = await mw.begin(conv)
+    reply = await mw.tool(turn, bound(turn, "e", "args"))
+    audit = await mw.call("audit.list", {"conversationId": conv})
+    for value in (reply, audit):
+        assert token[:8] not in json.dumps(value), value
+    assert REDACTED in audit["entries"][0]["reason"]
+
+
+async def test_a_rotated_secret_stays_redacted_until_its_process_is_gone(short_tmp: Path) -> None:
+    old, new = "rotated-old-6a2c9e", "rotated-new-3f7b1d"
+    servers = {"e": envdump("--exit-env", "TOKEN", env={"TOKEN": old})}
+    async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
+        await c.subscribe(["server.log"])
+        turn = await begin_turn(c, ["e"])
+        session = session_for(daemon, turn["conversationId"], "e")
+        await c.call("servers.update", {"name": "e", "patch": {"env": {"TOKEN": new}}})
+        said = await wait_event(c, "server.log", lambda d: "envdump: exit" in d["line"])
+        assert said["line"] == f"envdump: exit TOKEN={REDACTED}"
+        logs = await c.call("servers.logs", {"name": "e"})
+        assert old not in json.dumps(logs)
+        with anyio.fail_after(BOUND):
+            await session.closed.wait()
+        # Once the process is gone the old value is ordinary text again; the new one is not.
+        assert daemon.redactor.redact(f"{old} {new}") == f"{old} {REDACTED}"
