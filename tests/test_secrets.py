@@ -32,7 +32,7 @@ from tests.daemon_helpers import (
     text_of,
     wait_event,
 )
-from tests.reliability.harness import LOCAL_SERVERS
+from tests.reliability.harness import LOCAL_SERVERS, HttpFixture
 from tests.turn_helpers import (
     Harness,
     approval_for,
@@ -290,6 +290,36 @@ async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> N
         for value in seen:
             for secret in secrets:
                 assert secret not in json.dumps(value), (secret, value)
+
+
+async def test_http_error_text_is_redacted_before_it_is_cut(short_tmp: Path) -> None:
+    # The 401 body quotes the header; the quote is cut at 200 characters, inside the token.
+    token = "tok-" + "7c3e9a1f" * 40
+    fixture = HttpFixture("normal", ECHO_AUTH)
+    try:
+        url = await anyio.to_thread.run_sync(fixture.start)
+        entry = {"type": "streamable_http", "url": url, "headers": {"Authorization": token}}
+        async with start_daemon(short_tmp, {"h": entry}) as (_d, sock), connect(sock) as c:
+            tested = await c.call("servers.test", {"name": "h"})
+            turn = await begin_turn(c, ["h"])
+    finally:
+        fixture.stop()
+    assert "HTTP 401" in json.dumps(tested)
+    for value in (tested, turn):
+        assert token[:12] not in json.dumps(value), value
+
+
+async def test_a_stray_stdout_line_is_redacted_before_it_is_cut(short_tmp: Path) -> None:
+    # Such a line was quoted cut to 200 bytes, inside the token, before the log redacted it.
+    servers = {"e": envdump(env={"TOKEN": PAT})}
+    async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+        await c.subscribe(["server.log"])
+        turn = await begin_turn(c, ["e"])
+        await call_tool(c, turn, "e", "stray", {"line": "y" * 190 + PAT})
+        said = await wait_event(c, "server.log", lambda d: "non-JSON-RPC" in d["line"])
+        logs = await c.call("servers.logs", {"name": "e"})
+    assert said["line"].endswith("y" * 190 + REDACTED)
+    assert PAT[:4] not in json.dumps(logs)
 
 
 async def test_hook_message_is_redacted_before_it_is_cut_and_audited(mw: Harness) -> None:

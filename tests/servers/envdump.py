@@ -9,6 +9,7 @@ Handshake era only (``initialize``; other unknown requests get ``-32601``). Tool
 * ``initialize``: the ``params`` of the ``initialize`` request it received (clientInfo, ...);
 * ``process``: ``{"cwd", "argv", "pid"}`` of this process;
 * ``args``: the ``arguments`` of the call, exactly as received, as JSON text;
+* ``stray {line}``: writes ``line`` on stdout (a line that is no JSON-RPC), then answers;
 * ``hang_up``: closes stdout without answering and lingers (ignoring stdin EOF and SIGTERM),
   like a server whose connection broke while its process did not exit.
 
@@ -41,6 +42,7 @@ TOOLS = [
     {"name": "process", "description": "cwd, argv and pid", "inputSchema": OBJECT},
     {"name": "hang_up", "description": "close stdout and linger", "inputSchema": OBJECT},
     {"name": "args", "description": "the arguments as received", "inputSchema": OBJECT},
+    {"name": "stray", "description": "a non-JSON line on stdout", "inputSchema": OBJECT},
 ]
 LINT_TOOLS = [
     {"name": LONG_NAME, "description": "long name", "inputSchema": OBJECT},
@@ -122,6 +124,9 @@ def main() -> None:
                 time.sleep(3600)
         elif method == "tools/call" and params.get("name") == "args":
             result = {"content": [{"type": "text", "text": json.dumps(params.get("arguments"))}]}
+        elif method == "tools/call" and params.get("name") == "stray":
+            sys.stdout.write(str((params.get("arguments") or {}).get("line")) + "\n")
+            result = text("strayed")
         elif method == "tools/call" and params.get("name") == "keys":
             result = {**text("keys"), "structuredContent": {key: True}}
         elif method == "tools/call" and params.get("name") == "process":
