@@ -110,6 +110,7 @@ def test_secret_values_are_exactly_the_secrets() -> None:
                 "Content-Type": "application/json",
                 "User-Agent": "mework desktop",
                 "X-Tenant": "tenant-literal",
+                "X-Phrase": "open sesame please",
             },
         },
     )
@@ -118,6 +119,9 @@ def test_secret_values_are_exactly_the_secrets() -> None:
     assert {"user-x", "pw-secret", "path/seg", "path%2Fseg", "dflt-q", "tok1"} <= found
     assert "Bearer tok1" in found
     assert "tenant-literal" in found  # a header not known to be descriptive is a secret
+    assert "open sesame please" in found
+    assert "open" not in found  # its words are not secrets each
+    assert "please" not in found
     for ordinary in ("application/json", "mework", "desktop", "mework desktop", "example.com"):
         assert ordinary not in found
     env = parse_server(

@@ -74,6 +74,8 @@ DESCRIPTIVE_HEADERS = frozenset(
 # last capital of an acronym followed by lower case (APIKey -> API, Key) and at digits.
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z][a-z]*|[a-z]+|[0-9]+")
 _HARMLESS = re.compile(r"^\s*(?:(?:Bearer|Basic|Token)\s*)?$", re.IGNORECASE)
+# "Bearer abc": the credential after an auth scheme is a secret on its own too.
+_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(\S.*?)\s*$", re.IGNORECASE)
 _MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words in logs
 
 
@@ -208,8 +210,10 @@ def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]
             forms = {value, _expanded(value, environ) or value}
             for form in forms:
                 parts.add(form)
-                # A header like "Bearer abc" is a secret in its token part too.
-                parts.update(p for p in form.split() if not _HARMLESS.match(p))
+                # Only the scheme is split off: the words of other values are not secrets
+                # each ("mework desktop" must not redact every "desktop").
+                if credential := _SCHEME.match(form):
+                    parts.add(credential[1])
         found |= parts
     return sorted(
         (s for s in found if len(s) >= _MIN_SECRET_LENGTH and not _is_reference_only(s)),
