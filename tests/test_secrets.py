@@ -32,7 +32,7 @@ from tests.daemon_helpers import (
     text_of,
     wait_event,
 )
-from tests.reliability.harness import LOCAL_SERVERS, HttpFixture
+from tests.reliability.harness import LOCAL_SERVERS, DaemonProc, HttpFixture, daemon_dir
 from tests.turn_helpers import (
     Harness,
     approval_for,
@@ -294,6 +294,32 @@ async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> N
         for value in seen:
             for secret in secrets:
                 assert secret not in json.dumps(value), (secret, value)
+
+
+async def test_expanded_url_query_stays_out_of_the_debug_log() -> None:
+    # At debug level the HTTP client logs every request's URL, query included.
+    query = "query-dbg-7e4a2c9b"
+    fixture = HttpFixture("normal")
+    with daemon_dir() as root:
+        d = DaemonProc(root)
+        try:
+            url = await anyio.to_thread.run_sync(fixture.start)
+            d.write_settings({"h": {"type": "streamable_http", "url": url + "?key=${MW_DBG_Q}"}})
+            await anyio.to_thread.run_sync(
+                lambda: d.start(extra_env={"MW_DBG_Q": query}, log_level="debug")
+            )
+            async with d.connect() as c:
+                turn = await begin_turn(c, ["h"])
+                assert turn["failures"] == []
+                tested = await c.call("servers.test", {"name": "h"})
+            d.stop()
+        finally:
+            d.kill()
+            fixture.stop()
+        log = d.log_text()
+    assert "?key=" in log  # the URL is in the debug log ...
+    assert query not in log  # ... without what ${MW_DBG_Q} put into it
+    assert tested["ok"] is True
 
 
 async def test_http_error_text_is_redacted_before_it_is_cut(short_tmp: Path) -> None:
