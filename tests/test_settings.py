@@ -413,13 +413,13 @@ def test_server_config_is_hashable_by_connection_key() -> None:
 def test_masked_entry_hides_env_and_header_values_but_not_references() -> None:
     raw = {
         "command": "x",
-        "env": {"A": "literal-secret", "B": "${TOKEN}", "C": "Bearer ${TOKEN}", "D": 5},
+        "env": {"A_TOKEN": "literal-secret", "B": "${TOKEN}", "C": "Bearer ${TOKEN}", "D": 5},
         "headers": {"Authorization": "Bearer abc", "X": "${T1}${T2}"},
         "x-unknown": "kept",
     }
     masked = masked_entry(raw)
     assert masked["env"] == {
-        "A": "********",
+        "A_TOKEN": "********",
         "B": "${TOKEN}",
         "C": "Bearer ${TOKEN}",
         "D": "********",
@@ -427,7 +427,7 @@ def test_masked_entry_hides_env_and_header_values_but_not_references() -> None:
     assert masked["headers"] == {"Authorization": "********", "X": "${T1}${T2}"}
     assert masked["x-unknown"] == "kept"
     assert list(masked) == list(raw)
-    assert raw["env"]["A"] == "literal-secret"  # a copy
+    assert raw["env"]["A_TOKEN"] == "literal-secret"  # a copy
 
 
 def test_duplicate_keys_are_found_at_any_depth_with_their_place() -> None:

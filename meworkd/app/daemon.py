@@ -70,7 +70,7 @@ class Daemon:
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger)
         self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
-        self.approvals = Approvals(self.bus)
+        self.approvals = Approvals(self.bus, self.redactor.redact)
         self.state = DaemonState.CREATED
         self._live: Live | None = None
         self.started_at = time.monotonic()
@@ -184,7 +184,10 @@ class Daemon:
         secrets: list[str] = []
         for config in settings.servers.values():
             secrets += secret_values(config, self.environ)
-        self.redactor.update(secrets)
+        # A process started with a secret the settings just dropped (a rotated token) may still
+        # print it, at exit say: it stays known until every session alive now has closed.
+        running = [session.closed for session in self.pool.sessions]
+        self.redactor.update(secrets, retire_when=lambda: all(c.is_set() for c in running))
 
     # --- views -----------------------------------------------------------------------------
 

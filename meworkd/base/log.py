@@ -6,51 +6,116 @@ Context (``server``, ``conversation``, ``turn``) is bound with ``structlog.conte
 
 import logging
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Literal
 
 import structlog
 import structlog.tracebacks
 
-__all__ = ["REDACTED", "Redactor", "configure_logging", "get_logger"]
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "clip_redacted",
+    "configure_logging",
+    "get_logger",
+    "redact_text",
+]
 
 REDACTED = "[redacted]"
 
 
+def redact_text(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every one of ``secrets`` (longest first, for nested ones) replaced."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def clip_redacted(text: str, limit: int, secrets: Sequence[str]) -> str:
+    """At most ``limit`` characters of ``text``: redacted first, then cut, so no secret's
+    prefix survives a cut that falls inside it."""
+    return redact_text(text, secrets)[:limit]
+
+
 class Redactor:
-    """Replaces every known secret value in text; the daemon refreshes it on settings changes."""
+    """Replaces every known secret in text; the daemon refreshes it on settings changes.
+
+    A secret the settings dropped (a rotated token) stays known until ``retire_when`` says
+    the processes that were given it are gone: their exit output may still quote it.
+    """
 
     def __init__(self) -> None:
+        self._current: frozenset[str] = frozenset()
+        self._retiring: list[tuple[frozenset[str], Callable[[], bool]]] = []
         self._secrets: tuple[str, ...] = ()
 
-    def update(self, secrets: Iterable[str]) -> None:
+    def update(
+        self, secrets: Iterable[str], *, retire_when: Callable[[], bool] | None = None
+    ) -> None:
+        """Know exactly ``secrets`` from now on, plus the dropped ones until ``retire_when()``."""
+        new = frozenset(secrets)
+        dropped = self._current - new
+        if dropped and retire_when is not None and not retire_when():
+            self._retiring.append((dropped, retire_when))
+        self._current = new
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        known = set(self._current).union(*(s for s, _ in self._retiring))
         # Longest first, so a secret containing another is replaced whole.
-        self._secrets = tuple(sorted(set(secrets), key=len, reverse=True))
+        self._secrets = tuple(sorted(known, key=len, reverse=True))
+
+    def _expire(self) -> None:
+        kept = [(s, gone) for s, gone in self._retiring if not gone()]
+        if len(kept) != len(self._retiring):
+            self._retiring = kept
+            self._rebuild()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What is redacted now, longest first."""
+        if self._retiring:
+            self._expire()
+        return self._secrets
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        return redact_text(text, self.secrets)
 
     def redact_value(self, value: object) -> object:
-        if not self._secrets:
+        """``value`` with secrets out of every string in it, dict keys included (schemas'
+        property names, structuredContent keys); the same object when none are known."""
+        secrets = self.secrets
+        if not secrets:
             return value  # nothing to hide: no copy (every tool reply passes through here)
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {k: self.redact_value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.redact_value(v) for v in value]
-        return value
+        return _redact_value(value, secrets)
 
     def processor(
         self, _logger: object, _name: str, event_dict: MutableMapping[str, Any]
     ) -> MutableMapping[str, Any]:
-        if self._secrets:
+        secrets = self.secrets
+        if secrets:
+            # The top-level keys are meworkd's own field names; nested keys are data.
             for key, value in event_dict.items():
-                event_dict[key] = self.redact_value(value)
+                event_dict[key] = _redact_value(value, secrets)
         return event_dict
+
+
+def _redact_value(value: object, secrets: Sequence[str]) -> object:
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    if isinstance(value, dict):
+        out: dict[object, object] = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                key = redact_text(key, secrets)
+                while key in out:  # two keys that differed only in a secret stay two keys
+                    key += "'"
+            out[key] = _redact_value(item, secrets)
+        return out
+    if isinstance(value, list | tuple):
+        return [_redact_value(v, secrets) for v in value]
+    return value
 
 
 def configure_logging(

@@ -6,6 +6,7 @@ text of a message), so nothing above ``meworkd.mcp`` sees a foreign exception.
 """
 
 import os
+from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -15,7 +16,8 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from meworkd.base.errors import ServerUnavailable
-from meworkd.mcp.http import HttpErrors
+from meworkd.base.log import clip_redacted
+from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.settings import ServerConfig
 
 __all__ = [
@@ -125,8 +127,13 @@ def startup_failure(
     *,
     returncode: int | None,
     http: HttpErrors | None,
+    secrets: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """(reason, message) for a session that did not start; ``returncode``: the child's, if any."""
+    """(reason, message) for a session that did not start; ``returncode``: the child's, if any.
+
+    ``secrets``: the server's own (an error body may quote the header it was sent); they are
+    taken out of the quoted body before it is cut, so no prefix of one survives the cut.
+    """
     reason, message = describe_failure(exc, config)
     inner = leaf(exc)
     if reason != "timeout" and returncode is not None:
@@ -135,7 +142,8 @@ def startup_failure(
         return "exited", "the server closed its connection during start-up"
     if reason == "protocol_error" and http is not None and http.last is not None:
         # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
-        status, text = http.last
+        status, body = http.last
+        text = clip_redacted(body, HTTP_ERROR_TEXT, secrets)
         return "http_status", f"HTTP {status} from {_safe_url(config.url)}" + (
             f": {text}" if text else ""
         )

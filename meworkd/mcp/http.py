@@ -73,7 +73,8 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
         if size.isdigit() and int(size) <= HTTP_ERROR_BODY_MAX:
             try:
                 await response.aread()  # cached: the SDK may read the same body again
-                text = " ".join(response.text.split())[:HTTP_ERROR_TEXT]
+                # Whole (it is small): cut only after its secrets are out (mcp.errors).
+                text = " ".join(response.text.split())
             except httpx2.HTTPError:
                 pass
         errors.last = (response.status_code, text)

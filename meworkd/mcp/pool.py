@@ -21,7 +21,7 @@ from meworkd.base.log import get_logger
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
-from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server
+from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server, secret_values
 
 __all__ = ["CLOSE_BOUND", "PoolState", "SessionPool"]
 
@@ -187,6 +187,7 @@ class SessionPool:
             on_stderr=self._writer(server, conversation),
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
+            secrets=secret_values(config, self._environ),
         )
         try:
             await self._tg.start(self._own, session)

@@ -8,7 +8,7 @@ worded by :mod:`meworkd.mcp.errors`.
 
 import enum
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -97,6 +97,7 @@ class McpSession:
         on_stderr: Callable[[str], str],
         on_spawn: Callable[[int], None] = lambda _pid: None,
         on_exit: Callable[[int], None] = lambda _pid: None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.server = server
         self.conversation = conversation
@@ -105,6 +106,7 @@ class McpSession:
         self._on_stderr = on_stderr
         self._on_spawn = on_spawn
         self._on_exit = on_exit
+        self._secrets = secrets  # the server's own, out of what its failure quotes
         self.state = SessionState.CONNECTING
         self.pid: int | None = None
         self.protocol_version: str | None = None
@@ -245,6 +247,7 @@ class McpSession:
             self.config,
             returncode=returncode,
             http=connected.http if connected is not None else None,
+            secrets=self._secrets,
         )
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode

@@ -26,6 +26,7 @@ from meworkd.settings import ServerConfig
 __all__ = ["MAX_SERVER_LINE", "SAFE_ENV", "child_environment", "open_stdio"]
 
 MAX_SERVER_LINE = 32 * 1024 * 1024  # one JSON-RPC message from a server; more is a broken server
+MAX_QUOTED_LINE = 64 * 1024  # a longer stray stdout line is reported by its size only
 PIPE_READ_CHUNK = 64 * 1024
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
 
@@ -147,8 +148,13 @@ class _PipeReader:
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
-            text = line[:200].decode("utf-8", "replace")
-            self._on_stderr(f"[meworkd] ignored a non-JSON-RPC line on stdout: {text}")
+            # Whole or not at all: the sink redacts, then cuts; cut here, a secret's prefix
+            # at the cut would be no secret to it.
+            if len(line) > MAX_QUOTED_LINE:
+                self._on_stderr(f"[meworkd] ignored a {len(line)}-byte non-JSON-RPC line on stdout")
+            else:
+                text = line.decode("utf-8", "replace")
+                self._on_stderr(f"[meworkd] ignored a non-JSON-RPC line on stdout: {text}")
             return None
         return SessionMessage(message)
 

@@ -39,7 +39,13 @@ from meworkd.settings.parse import (
     parse_settings,
     too_deep_message,
 )
-from meworkd.settings.secrets import masked_entry, secret_values
+from meworkd.settings.secrets import (
+    is_secret_name,
+    mask_value,
+    masked_entry,
+    restore_masked,
+    secret_values,
+)
 
 __all__ = [
     "CONNECTION_FIELDS",
@@ -67,7 +73,9 @@ __all__ = [
     "duplicate_keys",
     "expand",
     "expand_server",
+    "is_secret_name",
     "keep_duplicates",
+    "mask_value",
     "masked_entry",
     "matcher_error",
     "matcher_matches",
@@ -77,6 +85,7 @@ __all__ = [
     "parse_preset",
     "parse_server",
     "parse_settings",
+    "restore_masked",
     "secret_values",
     "select_hooks",
     "too_deep_message",

@@ -17,6 +17,7 @@ from meworkd.base.errors import (
 )
 from meworkd.settings.model import McpOptions
 from meworkd.settings.parse import canonical_type, parse_mcp_options, parse_preset, parse_server
+from meworkd.settings.secrets import carries_mask, restore_masked
 
 __all__ = [
     "OnConflict",
@@ -56,11 +57,23 @@ def _entry(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
-def normalized(name: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate an entry and spell its ``type`` canonically; other keys are kept as given."""
-    parse_server(name, dict(raw))
-    out = dict(raw)
-    out["type"] = canonical_type(raw)
+def normalized(
+    name: str, raw: Mapping[str, Any], stored: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Validate an entry and spell its ``type`` canonically; other keys are kept as given.
+
+    A value sent back masked (as ``servers.get`` showed it) keeps the ``stored`` secret; any
+    other mask or redaction is refused, so no secret is ever written back in redacted form.
+    """
+    out = restore_masked(raw, stored)
+    where = carries_mask(out, stored)
+    if where is not None:
+        raise InvalidParams(
+            f"{name}.{where}: holds a masked or redacted value, not the value itself; "
+            "send the real value (or the mask exactly as servers.get shows it to keep it)"
+        )
+    parse_server(name, out)
+    out["type"] = canonical_type(out)
     # Keep the key order people expect when they open the file: type first.
     return {"type": out.pop("type"), **out}
 
@@ -84,7 +97,7 @@ def update_server(doc: dict[str, Any], name: str, patch: Mapping[str, Any]) -> d
             entry[key] = value
     if "url" in patch and "type" not in patch and entry.get("command") is None:
         entry.pop("type", None)  # re-infer the transport from the new shape
-    servers_of(doc)[name] = normalized(name, entry)
+    servers_of(doc)[name] = normalized(name, entry, _entry(doc, name))
     return servers_of(doc)[name]  # type: ignore[no-any-return]
 
 
@@ -185,7 +198,8 @@ def import_servers(
     for name, raw in entries.items():
         try:
             _check_name(name)
-            entry = normalized(name, raw)
+            kept = servers.get(name)  # masked values sent back keep its secrets
+            entry = normalized(name, raw, kept if isinstance(kept, dict) else None)
         except MeworkError as exc:
             report["rejected"].append({"name": name, "reason": exc.message})
             continue

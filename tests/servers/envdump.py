@@ -1,17 +1,25 @@
 """Hand-written stdio MCP server (stdlib only) that shows what the host gave it.
 
-``python tests/servers/envdump.py [--stderr-env NAME ...] [--lint-tools] [--no-schema-tool]``
+``python tests/servers/envdump.py [--stderr-env NAME ...] [--exit-env NAME ...]
+[--key-env NAME] [--lint-tools] [--no-schema-tool]``
 
 Handshake era only (``initialize``; other unknown requests get ``-32601``). Tools:
 
 * ``env``: the process environment, as a JSON object in the text of the result;
 * ``initialize``: the ``params`` of the ``initialize`` request it received (clientInfo, ...);
 * ``process``: ``{"cwd", "argv", "pid"}`` of this process;
+* ``args``: the ``arguments`` of the call, exactly as received, as JSON text;
+* ``stray {line}``: writes ``line`` on stdout (a line that is no JSON-RPC), then answers;
 * ``hang_up``: closes stdout without answering and lingers (ignoring stdin EOF and SIGTERM),
   like a server whose connection broke while its process did not exit.
 
 At start-up it writes ``envdump: started`` to stderr and, for each ``--stderr-env NAME``, the
 line ``envdump: NAME=<value>`` (``<unset>`` when absent), so tests can check log redaction.
+``--exit-env NAME`` writes ``envdump: exit NAME=<value>`` when stdin ends, just before it exits
+(a server that says goodbye with its credentials).
+
+``--key-env NAME`` adds a tool ``keys`` whose input schema has a property named by ``NAME``'s
+value, and whose result's ``structuredContent`` has that value as a key.
 
 ``--lint-tools`` adds tools a model provider would stumble on: one whose name is 60 characters
 long, one whose ``inputSchema`` has a root-level ``anyOf``, and the tool ``env`` listed twice.
@@ -33,6 +41,8 @@ TOOLS = [
     {"name": "initialize", "description": "the initialize params", "inputSchema": OBJECT},
     {"name": "process", "description": "cwd, argv and pid", "inputSchema": OBJECT},
     {"name": "hang_up", "description": "close stdout and linger", "inputSchema": OBJECT},
+    {"name": "args", "description": "the arguments as received", "inputSchema": OBJECT},
+    {"name": "stray", "description": "a non-JSON line on stdout", "inputSchema": OBJECT},
 ]
 LINT_TOOLS = [
     {"name": LONG_NAME, "description": "long name", "inputSchema": OBJECT},
@@ -64,12 +74,18 @@ def main() -> None:
     p.add_argument("--stderr-env", action="append", default=[], metavar="NAME")
     p.add_argument("--lint-tools", action="store_true")
     p.add_argument("--no-schema-tool", action="store_true")
+    p.add_argument("--exit-env", action="append", default=[], metavar="NAME")
+    p.add_argument("--key-env", metavar="NAME")
     args = p.parse_args()
+    key = os.environ.get(args.key_env or "", "")
     tools = list(TOOLS)
     if args.lint_tools:
         tools += LINT_TOOLS
     if args.no_schema_tool:
         tools.append(NO_SCHEMA_TOOL)
+    if key:
+        schema = {"type": "object", "properties": {key: {"type": "string"}}}
+        tools.append({"name": "keys", "description": "a secret as a key", "inputSchema": schema})
     sys.stderr.write("envdump: started\n")
     for name in args.stderr_env:
         sys.stderr.write(f"envdump: {name}={os.environ.get(name, '<unset>')}\n")
@@ -106,6 +122,13 @@ def main() -> None:
             os.close(1)
             while True:
                 time.sleep(3600)
+        elif method == "tools/call" and params.get("name") == "args":
+            result = {"content": [{"type": "text", "text": json.dumps(params.get("arguments"))}]}
+        elif method == "tools/call" and params.get("name") == "stray":
+            sys.stdout.write(str((params.get("arguments") or {}).get("line")) + "\n")
+            result = text("strayed")
+        elif method == "tools/call" and params.get("name") == "keys":
+            result = {**text("keys"), "structuredContent": {key: True}}
         elif method == "tools/call" and params.get("name") == "process":
             result = text({"cwd": os.getcwd(), "argv": sys.argv[1:], "pid": os.getpid()})
         else:
@@ -118,6 +141,9 @@ def main() -> None:
             )
             continue
         send({"jsonrpc": "2.0", "id": rid, "result": result})
+    for name in args.exit_env:
+        sys.stderr.write(f"envdump: exit {name}={os.environ.get(name, '<unset>')}\n")
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

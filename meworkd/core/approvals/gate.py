@@ -6,6 +6,7 @@ cancelled call and a daemon shutdown all deny. A call that a malformed hook may 
 never allowed by a hook: it is asked of the user (a hook's deny still denies).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,8 +73,10 @@ _SHUTTING_DOWN = "meworkd is shutting down"
 
 
 class Approvals:
-    def __init__(self, bus: EventBus) -> None:
+    def __init__(self, bus: EventBus, redact: Callable[[str], str] = lambda text: text) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
+        # A hook's message is kept in the audit and shown: secrets out before it is cut.
+        self._redact = redact
 
     async def authorize(self, call: CallContext, settings: Settings) -> Decision:
         """Decide ``call`` under ``settings``, the snapshot the caller read for this decision."""
@@ -114,6 +117,7 @@ class Approvals:
                 server=call.server,
                 tool=call.tool,
             ),
+            redact=self._redact,
         )
         for error in verdict.errors:
             log.warning("hooks.error", error=error)

@@ -9,7 +9,7 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import anyio
@@ -46,6 +46,12 @@ _REAP_SECONDS = 5.0
 _READ_CHUNK = 65536
 
 Behavior = Literal["allow", "deny"]
+# Secrets out of a hook's text (the daemon's Redactor.redact); applied before any cut.
+Redact = Callable[[str], str]
+
+
+def _as_is(text: str) -> str:
+    return text
 
 
 class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,8 +100,9 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _clip(text: str) -> str | None:
-    text = text.strip()[:MAX_MESSAGE_CHARS].strip()
+def _clip(text: str, redact: Redact) -> str | None:
+    # Redact first, then cut: a cut inside a secret would leave its prefix for anyone to read.
+    text = redact(text.strip())[:MAX_MESSAGE_CHARS].strip()
     return text or None
 
 
@@ -106,6 +113,7 @@ def interpret_output(
     *,
     tool_input: object = None,
     stdout_truncated: bool = False,
+    redact: Redact = _as_is,
 ) -> tuple[Behavior | None, str | None, str]:
     """Read a finished hook's result the way Claude Code does: (behavior, message, note).
 
@@ -115,7 +123,7 @@ def interpret_output(
     if returncode < 0:
         return None, None, f"killed by signal {-returncode}: no decision"
     if returncode == 2:
-        return "deny", _clip(stderr.decode("utf-8", "replace")), "exit code 2: deny"
+        return "deny", _clip(stderr.decode("utf-8", "replace"), redact), "exit code 2: deny"
     if returncode != 0:
         return None, None, f"exit code {returncode}: no decision"
     if stdout_truncated:
@@ -137,7 +145,8 @@ def interpret_output(
         return None, None, "no decision.behavior of allow or deny: no decision"
     if behavior == "deny":
         message = decision.get("message")
-        return "deny", _clip(message) if isinstance(message, str) else None, "decision: deny"
+        clipped = _clip(message, redact) if isinstance(message, str) else None
+        return "deny", clipped, "decision: deny"
     # Allowing the call with the original arguments when the hook approved other ones would be
     # wrong, and rewriting arguments is not supported, so ask the user instead.
     updated = decision.get("updatedInput")
@@ -194,7 +203,7 @@ def _expand_home(command: str) -> str:
 
 
 async def _run_one(
-    hook: HookCommand, payload: bytes, cwd: str | None, tool_input: object
+    hook: HookCommand, payload: bytes, cwd: str | None, tool_input: object, redact: Redact
 ) -> HookOutcome:
     started = time.monotonic()
 
@@ -205,11 +214,8 @@ async def _run_one(
         # Shielded: a spawn cancelled halfway kills only the shell, and what it already started
         # would escape; once spawned, the finally below kills the whole group instead.
         with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                ["/bin/sh", "-c", _expand_home(hook.command)],
-                cwd=cwd,
-                start_new_session=True,
-            )
+            argv = ["/bin/sh", "-c", _expand_home(hook.command)]
+            process = await anyio.open_process(argv, cwd=cwd, start_new_session=True)
     except OSError as exc:
         return HookOutcome(
             command=hook.command,
@@ -243,6 +249,7 @@ async def _run_one(
         bytes(stderr.data),
         tool_input=tool_input,
         stdout_truncated=stdout.truncated,
+        redact=redact,
     )
     return HookOutcome(
         command=hook.command,
@@ -293,7 +300,7 @@ def _select(
 
 
 async def run_permission_hooks(
-    matchers: Sequence[HookMatcher], request: PermissionRequest
+    matchers: Sequence[HookMatcher], request: PermissionRequest, redact: Redact = _as_is
 ) -> HookVerdict:
     """Run every hook whose matcher (as written, compiled here) selects ``request.tool_name``.
 
@@ -301,11 +308,16 @@ async def run_permission_hooks(
     calls :func:`run_hooks` with the hooks it selected; this form takes matcher groups as given.
     """
     errors: list[str] = []
-    return await run_hooks(_select(matchers, request.tool_name, errors), request, errors)
+    selected = _select(matchers, request.tool_name, errors)
+    return await run_hooks(selected, request, errors, redact=redact)
 
 
 async def run_hooks(
-    hooks: Sequence[HookCommand], request: PermissionRequest, errors: Sequence[str] = ()
+    hooks: Sequence[HookCommand],
+    request: PermissionRequest,
+    errors: Sequence[str] = (),
+    *,
+    redact: Redact = _as_is,
 ) -> HookVerdict:
     """Run ``hooks`` for ``request``, concurrently, and combine what they say.
 
@@ -324,7 +336,7 @@ async def run_hooks(
     outcomes: list[HookOutcome | None] = [None] * len(hooks)
 
     async def run(index: int, hook: HookCommand) -> None:
-        outcomes[index] = await _run_one(hook, payload, cwd, request.tool_input)
+        outcomes[index] = await _run_one(hook, payload, cwd, request.tool_input, redact)
 
     async with anyio.create_task_group() as tg:
         for index, hook in enumerate(hooks):

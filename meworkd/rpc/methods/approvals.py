@@ -15,7 +15,8 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("approvals.list")
 async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    return {"approvals": s.approvals.list()}
+    # Redacted like the approval.requested events that announced them.
+    return {"approvals": s.redactor.redact_value(s.approvals.list())}
 
 
 @group.add("approvals.respond", RespondParams)

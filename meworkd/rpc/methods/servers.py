@@ -12,7 +12,7 @@ from meworkd.base.errors import ServerNotFound
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
-from meworkd.settings import edits, masked_entry
+from meworkd.settings import edits, mask_value, masked_entry
 from meworkd.settings.dialects import parse_import
 
 __all__ = ["describe", "group"]
@@ -40,7 +40,7 @@ def describe(s: Services, name: str) -> dict[str, Any]:
             description=config.description,
             command=config.command,
             args=list(config.args),
-            url=config.url,
+            url=None if config.url is None else mask_value("url", "url", config.url),
             timeoutSeconds=config.timeout,
             longRunning=config.long_running,
             disabledTools=list(config.disabled_tools),
