@@ -9,7 +9,8 @@ In every state the daemon keeps serving on the last good settings, reports why
 the file back once it is good again, and stops on SIGTERM within the issue's 5 s.
 
 Also: a write through a dangling link is a clear error; a symbolic link stays one after meworkd
-writes, and edits of its target are applied.
+writes, and edits of its target are applied; a corrupt state database is moved aside at start-up
+and replaced.
 """
 
 from __future__ import annotations
@@ -297,3 +298,53 @@ async def test_a_symlinked_settings_file_stays_a_link_and_its_target_is_watched(
         other.write_bytes(_document({"z": _entry("z"), "y": _entry("y")}))
         assert (await _next(client, "settings.reloaded"))["added"] == ["y"]
     assert _stop_seconds(d) < STOP_BOUND
+
+
+def _not_a_database(d: DaemonProc, database: Path) -> None:
+    database.write_bytes(b"this is not an SQLite database\n" * 512)
+
+
+def _malformed(d: DaemonProc, database: Path) -> None:
+    """A real database whose conversations table (its first, page 2) is overwritten."""
+    d.start()
+    with d.client() as client:
+        client.call("conversations.create", {"mcpServers": ["a"]})
+    d.stop()  # closing checkpoints the WAL into the file
+    with database.open("r+b") as f:
+        f.seek(4096)
+        f.write(b"\xa5" * 4096)
+
+
+@pytest.mark.parametrize("damage", [_not_a_database, _malformed], ids=["not_a_db", "malformed"])
+async def test_a_corrupt_state_database_is_moved_aside_at_start(
+    spawn_daemon: Callable[..., DaemonProc], damage: Callable[[DaemonProc, Path], None]
+) -> None:
+    d = spawn_daemon()
+    d.write_settings(GOOD)
+    d.state_dir.mkdir(mode=0o700)
+    database = d.state_dir / "meworkd.sqlite3"
+    damage(d, database)
+    damaged = database.read_bytes()
+    log_before = len(d.log_text().splitlines())
+    d.start()
+    async with d.connect() as client:
+        conv = await call(client, "conversations.create", {"mcpServers": ["a"]})
+        listed = (await call(client, "conversations.list"))["conversations"]
+        assert [c["id"] for c in listed] == [conv["id"]]
+    kept = sorted(p.name for p in d.state_dir.glob("meworkd.sqlite3.corrupt-*"))
+    assert len(kept) == 1, kept
+    assert kept[0].endswith("Z"), kept  # named with the UTC time
+    assert (d.state_dir / kept[0]).read_bytes() == damaged
+    lines = d.log_text().splitlines()[log_before:]
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    moved = [r for r in records if r["event"] == "state.database_corrupt"]
+    assert len(moved) == 1, moved
+    assert moved[0]["moved_to"] == str(d.state_dir / kept[0])
+    assert _stop_seconds(d) < STOP_BOUND
+    # The fresh database is used from now on: a restart moves nothing and keeps the conversation.
+    d.start()
+    async with d.connect() as client:
+        listed = (await call(client, "conversations.list"))["conversations"]
+        assert [c["id"] for c in listed] == [conv["id"]]
+    assert sorted(p.name for p in d.state_dir.glob("meworkd.sqlite3.corrupt-*")) == kept
+    d.stop()
