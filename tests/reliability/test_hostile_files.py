@@ -10,7 +10,8 @@ the file back once it is good again, and stops on SIGTERM within the issue's 5 s
 
 Also: a write through a dangling link is a clear error; a symbolic link stays one after meworkd
 writes, and edits of its target are applied; a corrupt state database is moved aside at start-up
-and replaced.
+and replaced; and a daemon out of file descriptors refuses new connections with a clear error,
+logging a bounded number of lines, and serves again once descriptors are free.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -348,3 +350,68 @@ async def test_a_corrupt_state_database_is_moved_aside_at_start(
         assert [c["id"] for c in listed] == [conv["id"]]
     assert sorted(p.name for p in d.state_dir.glob("meworkd.sqlite3.corrupt-*")) == kept
     d.stop()
+
+
+def _request(sock: socket.socket) -> None:
+    sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n')
+
+
+async def _reply(sock: socket.socket) -> dict[str, Any]:
+    """The first line the daemon sends on ``sock`` (bounded)."""
+    data = b""
+    with anyio.fail_after(BOUND):
+        while not data.endswith(b"\n"):
+            await anyio.wait_readable(sock)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return dict(json.loads(data))
+
+
+async def test_out_of_file_descriptors_refuses_clearly_and_logs_little(
+    spawn_daemon: Callable[..., DaemonProc],
+) -> None:
+    d = spawn_daemon()
+    d.write_settings(GOOD)
+    d.start()
+    daemon = psutil.Process(d.pid)
+    # A handful of descriptors above what it uses now; 60 connections need far more.
+    limit = d.fds() + 8
+    soft, hard = daemon.rlimit(psutil.RLIMIT_NOFILE)
+    daemon.rlimit(psutil.RLIMIT_NOFILE, (limit, hard))
+    log_before = len(d.log_text().splitlines())
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(60):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(d.socket))
+            sock.setblocking(False)
+            socks.append(sock)
+            _request(sock)
+        answered = refused = 0
+        for sock in socks:
+            reply = await _reply(sock)
+            if "result" in reply:
+                answered += 1  # served, and kept open: its descriptor stays taken
+                continue
+            assert reply["error"]["data"]["kind"] == "resource_exhausted", reply
+            assert "file descriptors" in reply["error"]["data"]["detail"]
+            refused += 1
+            sock.close()  # as a client does on an error; the daemon turns the next one away
+        assert answered >= 1, (answered, refused)
+        assert refused >= 40, (answered, refused)
+    finally:
+        for sock in socks:
+            sock.close()
+    daemon.rlimit(psutil.RLIMIT_NOFILE, (soft, hard))
+    # Serving again once descriptors are free (the first accept after the shortage).
+    async with d.connect() as client:
+        assert (await call(client, "daemon.status"))["pid"] == d.pid
+    lines = d.log_text().splitlines()[log_before:]
+    about_accept = [line for line in lines if "accept" in line or "file_descriptors" in line]
+    assert 1 <= len(about_accept) <= 2, about_accept
+    assert any("rpc.out_of_file_descriptors" in line for line in about_accept)
+    assert "Traceback" not in d.log_text()
+    figures.record("hostile_files", fd_refused=refused, fd_log_lines=len(about_accept))
+    assert _stop_seconds(d) < STOP_BOUND
