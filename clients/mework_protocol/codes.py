@@ -10,6 +10,7 @@ __all__ = [
     "NOT_FOUND",
     "PARSE_ERROR",
     "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
     "SERVER_UNAVAILABLE",
     "SETTINGS_UNREADABLE",
     "SHUTTING_DOWN",
@@ -31,6 +32,7 @@ SETTINGS_UNREADABLE = -32063
 SERVER_UNAVAILABLE = -32064
 SHUTTING_DOWN = -32065
 PERMISSION_DENIED = -32066
+RESOURCE_EXHAUSTED = -32067
 
 # The kind a client may assume when an error carries none (errors of the JSON-RPC layer itself).
 STANDARD_KINDS: dict[int, str] = {

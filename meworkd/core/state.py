@@ -23,6 +23,7 @@ from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
 from meworkd.base.errors import ConflictError, ConversationNotFound
 from meworkd.base.log import get_logger
+from meworkd.core.dbfile import DatabaseDamaged, open_database
 
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 
@@ -58,6 +59,20 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_conversation ON audit (conversation_id, id);
 """
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(_SCHEMA)
+    # Damage where every start reads is found now, before anything is written, not by the first
+    # request. The conversations table is small; the audit is not, and is not checked (a failed
+    # audit write is logged).
+    problems = [row[0] for row in db.execute("PRAGMA quick_check(conversations)")]
+    if problems != ["ok"]:
+        raise DatabaseDamaged("; ".join(problems[:3]))
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
 def now_iso(timestamp: float | None = None) -> str:
@@ -105,12 +120,7 @@ class AuditEntry:
 class StateDB:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._db = open_database(path, _prepare)  # a damaged file is moved aside, not fatal
         path.chmod(0o600)
         self._conversations: dict[str, Conversation] = {}
         self._audit_pending: list[tuple[float, AuditEntry]] = []

@@ -23,6 +23,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
 from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
+from meworkd.rpc.accepting import Acceptor, refuse
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.dispatch import Dispatcher, error_response
 
@@ -31,7 +32,6 @@ __all__ = ["RpcServer", "ServerState", "peer_uid"]
 MAX_IN_FLIGHT = 128  # concurrent requests per connection; the reader pauses beyond this
 READ_CHUNK = 256 * 1024
 CLOSE_GRACE = 2.0  # seconds a closing connection may take to flush
-REFUSED_DRAIN = 1024 * 1024  # bytes read and dropped from a refused peer before closing
 
 log = get_logger("meworkd.rpc")
 
@@ -44,6 +44,11 @@ def peer_uid(stream: SocketStream) -> int | None:
         return None
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)
+
+
+_OTHER_USER = error_response(
+    codes.PERMISSION_DENIED, "Permission denied", {"kind": "permission_denied"}
+)
 
 
 def _as_is(value: object) -> object:
@@ -80,17 +85,11 @@ class RpcServer:
         """Accept connections until :meth:`stop`; then let them finish within the grace."""
         try:
             async with listener, anyio.create_task_group() as tg:
-                with self._accepting:
+                with self._accepting, Acceptor(listener) as acceptor:
                     task_status.started()
                     while True:
-                        try:
-                            stream = await listener.accept()
-                        except (OSError, anyio.BrokenResourceError) as exc:
-                            # EMFILE and friends: keep serving the connections we have.
-                            log.warning("rpc.accept_failed", error=type(exc).__name__)
-                            await anyio.sleep(0.1)
-                            continue
-                        tg.start_soon(self._handle, stream)
+                        # Out of file descriptors it refuses clearly and keeps serving the rest.
+                        tg.start_soon(self._handle, await acceptor.accept())
         finally:
             self.state = ServerState.STOPPED
 
@@ -113,7 +112,7 @@ class RpcServer:
                 if uid != os.getuid():
                     log.warning("rpc.peer_refused", peer_uid=uid)
                     with anyio.move_on_after(CLOSE_GRACE):
-                        await _refuse(stream.extra(SocketAttribute.raw_socket))
+                        await refuse(stream.extra(SocketAttribute.raw_socket), _OTHER_USER)
                     return
                 await self._serve_connection(stream)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
@@ -225,20 +224,3 @@ class RpcServer:
         reply = await self._dispatcher.handle_line(line, conn)
         if reply is not None:
             await conn.send(reply)
-
-
-async def _refuse(sock: socket.socket) -> None:
-    """Tell a peer of another uid why, then drop what it sent and close."""
-    refusal = error_response(
-        codes.PERMISSION_DENIED, "Permission denied", {"kind": "permission_denied"}
-    )
-    await sockio.send_all(sock, refusal + b"\n")
-    sock.shutdown(socket.SHUT_WR)
-    # Drop what it already sent: closing with unread input would reset the connection before
-    # the peer reads the refusal.
-    drained = 0
-    while drained < REFUSED_DRAIN:
-        chunk = await sockio.recv(sock, READ_CHUNK)
-        if not chunk:
-            return
-        drained += len(chunk)

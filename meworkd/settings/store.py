@@ -3,11 +3,14 @@
 Invariants: a write is based on a fresh read, and merged with a hand edit meworkd has not seen
 rather than clobbering it (:mod:`meworkd.settings.files`, the one writer); a file that does not
 parse is never overwritten; meworkd's own writes are recognised by content hash and do not count
-as edits. The file is watched by :mod:`meworkd.settings.watch`.
+as edits. Whatever the path comes to name (a directory, a FIFO, a dangling link, a file too big
+or not readable), the last good settings stay in force and the reason is reported. The file is
+watched by :mod:`meworkd.settings.watch`.
 """
 
 import copy
 import dataclasses
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +22,14 @@ from meworkd.base.errors import InvalidSettings, SettingsUnreadable
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.settings.diff import SettingsDiff, diff_settings
-from meworkd.settings.files import digest, encode_document, remove_stale_temp_files, write_file
+from meworkd.settings.files import (
+    digest,
+    encode_document,
+    read_settings,
+    remove_stale_temp_files,
+    size_problem,
+    write_file,
+)
 from meworkd.settings.model import DEFAULT_DOCUMENT, Settings
 from meworkd.settings.parse import check_depth, decode_document, duplicate_keys, parse_settings
 from meworkd.settings.watch import watch_file
@@ -69,7 +79,7 @@ class SettingsStore:
         """Create the file (0600, in a 0700 directory) if absent and load it. Synchronous."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         remove_stale_temp_files(self.path)
-        if not self.path.exists():
+        if not os.path.lexists(self.path):  # a dangling link is not created through
             write_file(
                 self.path,
                 encode_document(DEFAULT_DOCUMENT),
@@ -77,10 +87,20 @@ class SettingsStore:
                 before_rename=self.before_rename,
             )
             log.info("settings.created", path=str(self.path))
-        data = self.path.read_bytes()
-        self._apply_bytes(data)
+        try:
+            data = self._read()
+        except SettingsUnreadable as exc:
+            self._cannot_read(exc.message, "start")
+            return
+        if data is not None:
+            self._apply_bytes(data)
 
     # --- reading -------------------------------------------------------------------------
+
+    def _read(self) -> bytes | None:
+        """The file's bytes, None when it does not exist; :class:`SettingsUnreadable` when the
+        path names something meworkd cannot use. The one place the store reads the file."""
+        return read_settings(self.path)
 
     async def reload(self, source: str) -> SettingsDiff | None:
         """Re-read the file; apply it if it changed (``source`` is told in the event)."""
@@ -89,10 +109,17 @@ class SettingsStore:
 
     async def _reload_locked(self, source: str, *, force: bool) -> SettingsDiff | None:
         try:
-            data = await anyio.Path(self.path).read_bytes()
-        except FileNotFoundError:
+            # Never blocks for long: read_settings opens without waiting and reads a bounded,
+            # regular file.
+            data = await anyio.to_thread.run_sync(self._read)
+        except SettingsUnreadable as exc:
+            self._cannot_read(exc.message, source)
+            return None
+        if data is None:
             # Deleted (or mid-replace by an editor): keep running on the last good settings.
             log.warning("settings.missing", path=str(self.path))
+            if self._digest is None:
+                self._unreadable = None  # what made the path unusable is gone with it
             return None
         if not force and digest(data) == self._digest:
             return None
@@ -106,11 +133,7 @@ class SettingsStore:
         try:
             doc = decode_document(data)
         except InvalidSettings as exc:
-            self._unreadable = exc.message
-            log.warning("settings.unreadable", error=exc.message, source=source)
-            self._events.publish(
-                "settings.invalid", {"source": source, "error": exc.message, "servers": {}}
-            )
+            self._report_unreadable(exc.message, source)
             return None
         self._unreadable = None
         self._doc = doc
@@ -118,6 +141,20 @@ class SettingsStore:
         if repeated := duplicate_keys(data):
             settings = dataclasses.replace(settings, errors=(*settings.errors, *repeated))
         return self._install(settings, source)
+
+    def _cannot_read(self, message: str, source: str) -> None:
+        if self._digest is None and message == self._unreadable and source == "file":
+            return  # the watcher saw another change of the same unusable path: told already
+        # Whatever is read next is applied, even the very bytes that were in force before.
+        self._digest = None
+        self._report_unreadable(message, source)
+
+    def _report_unreadable(self, message: str, source: str) -> None:
+        self._unreadable = message
+        log.warning("settings.unreadable", error=message, source=source)
+        self._events.publish(
+            "settings.invalid", {"source": source, "error": message, "servers": {}}
+        )
 
     def _install(self, new: Settings, source: str) -> SettingsDiff:
         old, self._settings = self._settings, new
@@ -160,6 +197,8 @@ class SettingsStore:
                 check_depth(doc)  # e.g. a preset nested 600 deep would break every later write
                 new = parse_settings(doc, self._settings)
                 data = encode_document(doc)
+                if problem := size_problem(len(data)):  # it could not be read back
+                    raise InvalidSettings(f"the settings document would be {problem}")
                 if await anyio.to_thread.run_sync(self._write, data, base_digest):
                     break
                 # A hand edit landed while we prepared ours: merge with it instead.

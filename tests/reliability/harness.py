@@ -126,8 +126,17 @@ class DaemonProc:
         self.settings.write_text(json.dumps(doc, indent=2))
         self.settings.chmod(0o600)
 
-    def start(self, extra_env: Mapping[str, str] | None = None, log_level: str = "info") -> None:
-        """Start and wait for ``READY=1`` (sd_notify), bounded; raise if it exits first."""
+    def start(
+        self,
+        extra_env: Mapping[str, str] | None = None,
+        log_level: str = "info",
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        """Start and wait for ``READY=1`` (sd_notify), bounded; raise if it exits first.
+
+        ``preexec`` runs in the child just before ``meworkd`` is executed (e.g. to drop a
+        capability).
+        """
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
         notify_path = self.root / f"notify{self.starts}.sock"
@@ -157,6 +166,7 @@ class DaemonProc:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
+                    preexec_fn=preexec,
                 )
             deadline = time.monotonic() + START_BOUND
             while time.monotonic() < deadline:
