@@ -92,3 +92,17 @@ def test_the_default_limit_is_8_mib() -> None:
         Oversized(DEFAULT_MAX_LINE + 1),
         b"{}",
     ]
+
+
+def test_an_oversized_line_keeps_its_ends() -> None:
+    """Where a JSON-RPC message names its id (first or last) survives the line being dropped."""
+    splitter = LineSplitter(max_line=16)
+    line = b'{"id": 7, ' + b"x" * 1000 + b', "end": 1}'
+    out = splitter.feed(line[:300]) + splitter.feed(line[300:] + b"\nok\n")
+    assert out == [Oversized(len(line)), b"ok"]
+    marker = out[0]
+    assert isinstance(marker, Oversized)
+    assert line.startswith(marker.head)
+    assert marker.head.startswith(b'{"id": 7, ')
+    assert line.endswith(marker.tail)
+    assert marker.tail.endswith(b', "end": 1}')

@@ -302,6 +302,7 @@ class Turns:
                     request_timeout=config.timeout,
                     long_running=config.long_running,
                     on_progress=progress,
+                    reply_limit=settings.mcp.max_reply_bytes,
                 ),
             )
         except ServerUnavailable as exc:

@@ -3,6 +3,13 @@
 The SDK turns an HTTP error into a JSON-RPC error without status or text ("Server returned an
 error response"), so what a failure report and the forgotten-session retry need is recorded
 here, from the responses themselves, in an :class:`HttpErrors`.
+
+Every response body is bounded while it is read (:class:`_CappedBody`): a JSON reply or one SSE
+event past its budget (:mod:`meworkd.mcp.budget`) is not read further, and the request it
+answers gets meworkd's refusal in its place. The SDK reads a JSON body whole (``aread``), so
+this is the only place where a huge reply can be stopped before it is held. Replies are asked
+for uncompressed, and a compressed one is refused: its size on the wire would say nothing of
+its size in memory.
 """
 
 import functools
@@ -15,6 +22,13 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
+from meworkd.mcp.budget import (
+    MESSAGE_LIMIT,
+    REPLY_BUDGET,
+    ReplyBudget,
+    refusal_body,
+    request_id_of,
+)
 from meworkd.settings import ServerConfig
 
 __all__ = ["HTTP_CONNECT_TIMEOUT", "HttpErrors", "http_client_for", "open_http"]
@@ -51,7 +65,7 @@ def http_client_for(
     # httpx2's default 5 s read timeout would cut long tool calls short with a misleading error.
     read = max(300.0, config.timeout * 2)
     return httpx2.AsyncClient(
-        headers=dict(config.headers),
+        headers={"accept-encoding": "identity", **config.headers},
         timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT, read=read),
         verify=_tls_context(),
         follow_redirects=False,
@@ -65,6 +79,7 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
     assert config.url is not None
 
     async def record_error(response: httpx2.Response) -> None:
+        _cap_body(response)
         if response.status_code < 400:
             return
         text = ""
@@ -83,6 +98,93 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
 
     async with (
         http_client_for(config, on_response=record_error) as http,
-        streamable_http_client(config.url, http_client=http) as (read, write),
+        streamable_http_client(config.url, http_client=http, max_sse_event_size=MESSAGE_LIMIT) as (
+            read,
+            write,
+        ),
     ):
         yield read, write
+
+
+def _cap_body(response: httpx2.Response) -> None:
+    """Bound ``response``'s body by the budget of the request it answers (see the module)."""
+    budget = REPLY_BUDGET.get()
+    request = response.request
+    request_id = None
+    if request.method == "POST":
+        try:
+            request_id = request_id_of(request.content)
+        except httpx2.RequestNotRead:
+            pass
+    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    compressed = response.headers.get("content-encoding", "identity").lower() != "identity"
+    if compressed:
+        del response.headers["content-encoding"]  # what is read instead is meworkd's, plain
+    assert isinstance(response.stream, httpx2.AsyncByteStream)  # (an AsyncClient's response)
+    response.stream = _CappedBody(
+        response.stream,
+        budget,
+        request_id,
+        sse=kind == "text/event-stream",
+        refuse=compressed,
+    )
+
+
+# An SSE event ends at an empty line: a line end (CRLF, LF or CR) right after another.
+_EVENT_ENDS = (b"\n\n", b"\n\r", b"\r\r")
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    """A response body passed on while it stays within its budget.
+
+    A JSON body is held until it is complete (at most the budget, and the SDK would hold it
+    anyway); an SSE body is passed on an event at a time. Past the budget the rest is not read:
+    the answer becomes meworkd's refusal for the request's id (a JSON error, or an SSE event
+    carrying it) and the budget is marked; with no id to answer, the stream ends in an error.
+    """
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        budget: ReplyBudget | None,
+        request_id: int | str | None,
+        *,
+        sse: bool,
+        refuse: bool,
+    ) -> None:
+        self._inner = inner
+        self._budget = budget
+        self._limit = MESSAGE_LIMIT if budget is None else budget.limit
+        self._request_id = request_id
+        self._sse = sse
+        self._refuse = refuse
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._refuse:
+            yield self._refusal()
+            return
+        held = bytearray()
+        async for chunk in self._inner:
+            start = max(0, len(held) - 1)  # an event end may straddle two chunks
+            held += chunk
+            if self._sse:
+                end = max(held.rfind(mark, start) for mark in _EVENT_ENDS)
+                if end >= 0:
+                    yield bytes(held[: end + 2])
+                    del held[: end + 2]
+            if len(held) > self._limit:
+                yield self._refusal()
+                return
+        if held:
+            yield bytes(held)
+
+    def _refusal(self) -> bytes:
+        if self._budget is not None:
+            self._budget.refused = True
+        if self._request_id is None:
+            raise httpx2.StreamError(f"a message from the server passed {self._limit} bytes")
+        body = refusal_body(self._request_id, self._limit)
+        return b"event: message\ndata: " + body + b"\n\n" if self._sse else body
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -20,12 +20,12 @@ from mcp.shared.message import SessionMessage
 
 from meworkd.base.lines import LineSplitter, Oversized
 from meworkd.base.procgroup import stop_process
+from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
 
-__all__ = ["MAX_SERVER_LINE", "SAFE_ENV", "child_environment", "open_stdio"]
+__all__ = ["SAFE_ENV", "child_environment", "open_stdio"]
 
-MAX_SERVER_LINE = 32 * 1024 * 1024  # one JSON-RPC message from a server; more is a broken server
 MAX_QUOTED_LINE = 64 * 1024  # a longer stray stdout line is reported by its size only
 PIPE_READ_CHUNK = 64 * 1024
 SAFE_ENV = ("HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM", "LANG", "TZ")
@@ -109,12 +109,17 @@ class _PipeReader:
     The SDK's receive loop reads the pipe itself, instead of a reader task handing each message
     over through a memory stream: one task switch less per message (bench B1). Lines that are
     not JSON-RPC are reported as the server's output and skipped, not passed on.
+
+    No line is held beyond the largest budget of the requests in flight (``Outstanding``): a
+    tool reply past ``mcp.max_reply_bytes`` is dropped as it arrives, not first read whole, and
+    the call it answers is refused at once when the line names its id.
     """
 
     def __init__(self, stdout: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
         self._stdout = stdout
         self._on_stderr = on_stderr
-        self._splitter = LineSplitter(MAX_SERVER_LINE)
+        self.outstanding = Outstanding()
+        self._splitter = LineSplitter(self.outstanding.line_limit())
         self._lines: deque[bytes | Oversized] = deque()
         self._ended = False
 
@@ -131,19 +136,22 @@ class _PipeReader:
             except STREAM_ENDED:
                 self._ended = True
                 continue
+            self._splitter.max_line = self.outstanding.line_limit()
             self._lines.extend(self._splitter.feed(chunk))
 
     def _parse(self, line: bytes | Oversized) -> SessionMessage | None:
         if isinstance(line, Oversized):
+            limit = self._splitter.max_line
             self._on_stderr(
                 f"[meworkd] ignored a {line.size}-byte message on stdout "
-                f"(over the {MAX_SERVER_LINE}-byte limit)"
+                f"(over the {limit}-byte limit)"
             )
-            return None
+            return self.outstanding.refuse(line.head, line.tail, limit)
         if not line.strip():
             return None
         response = _plain_response(line)
         if response is not None:
+            self.outstanding.answered(response.id)
             return SessionMessage(response)
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -156,6 +164,8 @@ class _PipeReader:
                 text = line.decode("utf-8", "replace")
                 self._on_stderr(f"[meworkd] ignored a non-JSON-RPC line on stdout: {text}")
             return None
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.outstanding.answered(message.id)
         return SessionMessage(message)
 
     async def end(self) -> None:
@@ -225,6 +235,7 @@ class _PipeWriter:
     async def send(self, message: SessionMessage, /) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
+        self._reader.outstanding.sent(message.message)
         data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._stdin.send(data.encode() + b"\n")

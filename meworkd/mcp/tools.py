@@ -1,7 +1,9 @@
 """Requests a turn makes: list a server's tools, call one; replies shaped into plain data.
 
 A tool call's reply is checked for the shape of a tool result and stripped of ``_meta`` in one
-walk (:func:`shape_reply`); listings become :class:`~meworkd.mcp.model.ToolInfo`.
+walk (:func:`shape_reply`), and refused while it arrives once it passes its budget
+(:mod:`meworkd.mcp.budget`); listings are bounded in bytes, items and pages and become
+:class:`~meworkd.mcp.model.ToolInfo`.
 """
 
 from collections.abc import Callable
@@ -13,7 +15,16 @@ from mcp import ClientSession, MCPError
 from mcp_types import REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from meworkd.mcp.errors import NotAToolResult, invalid_listing
+from meworkd.mcp.budget import (
+    MAX_LISTING_BYTES,
+    MAX_LISTING_ITEMS,
+    MAX_LISTING_PAGES,
+    MESSAGE_LIMIT,
+    REPLY_ALLOWANCE,
+    REPLY_BUDGET,
+    ReplyBudget,
+)
+from meworkd.mcp.errors import InvalidListing, NotAToolResult, TalkFailed, invalid_listing
 from meworkd.mcp.model import ToolInfo
 
 __all__ = ["ProgressSink", "call_tool", "list_all", "list_tools", "shape_reply", "strip_meta"]
@@ -21,31 +32,63 @@ __all__ = ["ProgressSink", "call_tool", "list_all", "list_tools", "shape_reply",
 ProgressSink = Callable[[float, float | None, str | None], None]
 
 
-async def list_all(client: ClientSession, what: str, *, limit: int = 10_000) -> list[Any]:
+async def list_all(client: ClientSession, what: str) -> list[Any]:
     """Every item of ``tools``/``prompts``/``resources``/``resource_templates``, all pages.
 
-    ``limit`` stops a server whose cursors never end from looping forever.
+    A listing is bounded (``MAX_LISTING_ITEMS`` items, ``MAX_LISTING_BYTES`` bytes,
+    ``MAX_LISTING_PAGES`` pages), so a server whose listing is huge or whose cursors never end
+    fails clearly instead of growing the daemon or looping. A cursor seen before ends it.
 
     Raises:
         InvalidListing: a page that does not follow the MCP schema (e.g. a tool without
-            ``inputSchema``); the SDK raises pydantic's ValidationError, which callers
-            would otherwise let through as an internal error.
+            ``inputSchema``; the SDK raises pydantic's ValidationError, which callers
+            would otherwise let through as an internal error), or a listing over a bound
+            (reason ``listing_too_large``).
     """
-    method = getattr(client, f"list_{what}")
+    # Each page is bounded while it is read, too: by the budget of one message.
+    budget = ReplyBudget(MESSAGE_LIMIT)
+    token = REPLY_BUDGET.set(budget)
+    try:
+        return await _list_pages(getattr(client, f"list_{what}"), what)
+    except MCPError:
+        if not budget.refused:
+            raise
+        raise _too_large(what, f"a page of more than {MESSAGE_LIMIT} bytes") from None
+    finally:
+        REPLY_BUDGET.reset(token)
+
+
+async def _list_pages(method: Any, what: str) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
-    while True:
+    size = 0
+    for _ in range(MAX_LISTING_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         try:
             page = await method(params=params)
         except ValidationError as exc:
             raise invalid_listing(what, exc) from None
         items += getattr(page, what)
+        size += len(page.model_dump_json(by_alias=True, exclude_none=True))
+        if len(items) > MAX_LISTING_ITEMS:
+            raise _too_large(what, f"more than {MAX_LISTING_ITEMS} items")
+        if size > MAX_LISTING_BYTES:
+            raise _too_large(what, f"more than {MAX_LISTING_BYTES} bytes")
         cursor = page.next_cursor
-        if cursor is None or cursor in seen or len(items) >= limit:
+        if cursor is None or cursor in seen:
             return items
         seen.add(cursor)
+    raise _too_large(what, f"more than {MAX_LISTING_PAGES} pages")
+
+
+def _too_large(what: str, bound: str) -> InvalidListing:
+    wire = what.replace("resource_templates", "resources/templates")
+    return InvalidListing(
+        f"the server's {wire}/list listing is too large ({bound}); it was refused",
+        reason="listing_too_large",
+        problems=[],
+    )
 
 
 async def list_tools(client: ClientSession) -> list[ToolInfo]:
@@ -88,12 +131,50 @@ async def call_tool(
     request_timeout: float,
     long_running: bool,
     on_progress: ProgressSink,
+    reply_limit: int | None = None,
 ) -> dict[str, Any]:
     """Call ``tool`` and return its reply shaped by :func:`shape_reply`.
 
+    ``reply_limit`` (``mcp.max_reply_bytes``): a reply that passes it (plus the envelope's
+    ``REPLY_ALLOWANCE``) is refused by the transport while it arrives.
+
     Raises (mapped by the pool through :mod:`meworkd.mcp.errors`): MCPError (an error reply,
-    a timeout, the connection closing), ValidationError or NotAToolResult (not a tool result).
+    a timeout, the connection closing), ValidationError or NotAToolResult (not a tool result);
+    TalkFailed with reason ``reply_too_large`` for a refused reply.
     """
+    budget = None if reply_limit is None else ReplyBudget(reply_limit + REPLY_ALLOWANCE)
+    token = REPLY_BUDGET.set(budget)
+    try:
+        return await _call(client, tool, arguments, request_timeout, long_running, on_progress)
+    except MCPError:
+        if budget is None or not budget.refused:
+            raise
+        assert reply_limit is not None
+        raise _reply_refused(budget.limit, reply_limit) from None
+    finally:
+        REPLY_BUDGET.reset(token)
+
+
+def _reply_refused(read: int, limit: int) -> TalkFailed:
+    return TalkFailed(
+        f"a tool reply passed {read} bytes while it arrived (limit {limit} bytes)",
+        reason="reply_too_large",
+        call_text=(
+            f"The tool's reply passed {read} bytes while it was still arriving, over the limit "
+            f"of {limit} bytes, so it was refused (not truncated). Ask for less: use the tool's "
+            "pagination, filtering or limit parameters if it has them."
+        ),
+    )
+
+
+async def _call(
+    client: ClientSession,
+    tool: str,
+    arguments: dict[str, Any],
+    request_timeout: float,
+    long_running: bool,
+    on_progress: ProgressSink,
+) -> dict[str, Any]:
     # A long-running server may take as long as it keeps reporting progress: a watchdog
     # whose deadline each report moves. Any other call has the SDK's own request timeout
     # (which also sends notifications/cancelled), a cancel scope less per call.

@@ -5,9 +5,15 @@ to the socket when nothing is queued before it and the socket takes it at once (
 transports do); otherwise it is queued for the connection's writer task, which joins what is
 queued into one write. The direct path saves the writer's event-loop pass on every reply and lets
 work that follows a reply (the audit record) run after it has left.
+
+The outbox is bounded in bytes (``OUTBOX_BYTES``): past it, senders wait and the reader stops
+reading the connection's requests (backpressure), so a peer that sends and never reads costs a
+bounded amount of memory. A peer that takes nothing for ``STALL_TIMEOUT`` seconds while replies
+wait is cut off: the socket is shut down, which ends its reader.
 """
 
 import contextlib
+import math
 import socket
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -18,12 +24,19 @@ from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from mework_protocol.topics import EVENTS_OVERFLOWED
 
 from meworkd.base.events import EventBus, Subscription
+from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
 
-__all__ = ["OUTBOX", "WRITE_COALESCE", "Connection", "ConnectionState"]
+__all__ = ["OUTBOX_BYTES", "STALL_TIMEOUT", "WRITE_COALESCE", "Connection", "ConnectionState"]
 
-OUTBOX = 256  # reply/event lines queued for the writer before senders wait
+# Bytes of reply/event lines queued for the writer before senders wait and the reader pauses;
+# one line may pass it (a reply is never split), so a large reply still goes out.
+OUTBOX_BYTES = 1024 * 1024
+# Seconds a peer may take nothing while replies wait for it before the connection is closed.
+STALL_TIMEOUT = 60.0
 WRITE_COALESCE = 256 * 1024  # bytes of queued lines the writer joins into one send
+
+log = get_logger("meworkd.rpc")
 
 
 class ConnectionState(Enum):
@@ -48,8 +61,12 @@ class Connection:
     ) -> None:
         self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
         self._redact = redact
-        self._outbox, self._queue = anyio.create_memory_object_stream[bytes](OUTBOX)
+        # Unbounded in count: the bound is on bytes (``_queued_bytes``), checked in send().
+        self._outbox, self._queue = anyio.create_memory_object_stream[bytes](math.inf)
         self._queued = 0  # chunks handed to the outbox and not yet written
+        self._queued_bytes = 0
+        self._room = anyio.Event()  # set when the outbox drops under OUTBOX_BYTES
+        self.stall_timeout = STALL_TIMEOUT
         self._tasks = tasks
         self._bus = bus
         self._subscription: Subscription | None = None
@@ -63,19 +80,35 @@ class Connection:
             try:
                 written = sockio.send_some(self._sock, data)
             except OSError:
-                self.state = ConnectionState.BROKEN
+                self._broken()
                 return
             if written == len(data):
                 return
             data = data[written:]
+        await self.room()
+        if self.broken:  # (it may have broken while this waited)
+            return
         self._queued += 1
+        self._queued_bytes += len(data)
         # A closed outbox: the connection is going away; the reply has nobody to go to.
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            try:
-                # While the outbox has room, queue without the loop pass ``send`` always takes.
-                self._outbox.send_nowait(data)
-            except anyio.WouldBlock:
-                await self._outbox.send(data)
+            self._outbox.send_nowait(data)
+
+    @property
+    def broken(self) -> bool:
+        return self.state is ConnectionState.BROKEN
+
+    @property
+    def backlogged(self) -> bool:
+        """The outbox is at its bound: the peer is not reading what it asked for."""
+        return self._queued_bytes >= OUTBOX_BYTES and not self.broken
+
+    async def room(self) -> None:
+        """Wait until the outbox is under its bound (or the connection broke)."""
+        while self.backlogged:
+            if self._room.is_set():
+                self._room = anyio.Event()
+            await self._room.wait()
 
     async def run_writer(self) -> None:
         """Write what :meth:`send` queued until :meth:`end_writes` and the queue is empty."""
@@ -92,12 +125,30 @@ class Connection:
                     batch.append(more)
                     size += len(more)
                 if self.state is not ConnectionState.BROKEN:
-                    try:
-                        await sockio.send_all(self._sock, b"".join(batch))
-                    except OSError:
-                        # Keep draining, so that no sender waits on a dead peer.
-                        self.state = ConnectionState.BROKEN
+                    await self._write(b"".join(batch))
                 self._queued -= len(batch)
+                self._queued_bytes -= size
+                if not self.backlogged:
+                    self._room.set()
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            with anyio.fail_after(self.stall_timeout):
+                await sockio.send_all(self._sock, data)
+        except TimeoutError:
+            # The peer asks and never reads: cut it off. Shutting the socket down ends the
+            # reader as well (its receive sees the end), so the connection goes away whole.
+            log.warning("rpc.peer_stalled", seconds=self.stall_timeout, queued=self._queued_bytes)
+            self._broken()
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            self._broken()
+
+    def _broken(self) -> None:
+        # Keep draining, so that no sender waits on a dead peer.
+        self.state = ConnectionState.BROKEN
+        self._room.set()
 
     def end_writes(self) -> None:
         """No more lines will be sent: the writer ends once it has written the queue."""

@@ -30,12 +30,28 @@ from meworkd.base.log import get_logger
 from meworkd.rpc.envelope import Envelope
 from meworkd.rpc.table import Method, MethodTable, RpcFailure
 
-__all__ = ["MAX_BATCH", "Dispatcher", "MethodTable", "error_response", "to_rpc_error"]
+__all__ = ["MAX_BATCH", "Dispatcher", "MethodTable", "Slot", "error_response", "to_rpc_error"]
 
 MAX_BATCH = 256  # members per batch; more is refused whole
 
 C = TypeVar("C")
 log = get_logger("meworkd.rpc")
+
+
+class Slot:
+    """A line's slot of the connection's in-flight limit: released once, by whoever is done
+    first (the worker after the reply, or a batch's first member when it finishes)."""
+
+    __slots__ = ("held", "limiter")
+
+    def __init__(self, limiter: anyio.Semaphore) -> None:
+        self.limiter = limiter
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.limiter.release()
 
 
 def error_response(code: int, message: str, data: object = None, id_: object = None) -> bytes:
@@ -79,9 +95,11 @@ class Dispatcher(Generic[C]):
         self._envelope = Envelope({m.name: partial(_invoke, m) for m in table})
         self._fast_path = fast_path  # off: jsonrpcserver's whole pipeline (tests compare)
 
-    async def handle_line(self, line: bytes, context: C) -> bytes | None:
+    async def handle_line(self, line: bytes, context: C, slot: Slot | None = None) -> bytes | None:
+        """The reply to ``line``; ``slot``: the line's slot of the connection's in-flight limit
+        (the first member of a batch runs on it, each further one takes a slot of its own)."""
         try:
-            return await self._handle_line(line, context)
+            return await self._handle_line(line, context, slot)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception:
@@ -89,7 +107,7 @@ class Dispatcher(Generic[C]):
             log.exception("rpc.unhandled_line")
             return error_response(codes.INTERNAL_ERROR, "Internal error", {"kind": "internal"})
 
-    async def _handle_line(self, line: bytes, context: C) -> bytes | None:
+    async def _handle_line(self, line: bytes, context: C, slot: Slot | None) -> bytes | None:
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:
@@ -97,23 +115,33 @@ class Dispatcher(Generic[C]):
         except RecursionError:  # msgspec's nesting limit (about 1000 levels)
             return _parse_error("nested too deeply")
         if isinstance(message, list):
-            return await self._batch(message, context)
+            return await self._batch(message, context, slot)
         reply = await self._one(message, context)
         return None if reply is None else msgspec.json.encode(reply)
 
-    async def _batch(self, members: list[object], context: C) -> bytes | None:
+    async def _batch(self, members: list[object], context: C, slot: Slot | None) -> bytes | None:
         if not members:
             return _invalid_request("empty batch")
         if len(members) > MAX_BATCH:
             return _invalid_request(f"a batch may hold at most {MAX_BATCH} requests")
         replies: list[object | None] = [None] * len(members)
 
-        async def run(i: int, member: object) -> None:
-            replies[i] = await self._one(member, context)
+        async def run(i: int, member: object, done: Slot | None) -> None:
+            try:
+                replies[i] = await self._one(member, context)
+            finally:
+                if done is not None:
+                    done.release()
 
         async with anyio.create_task_group() as tg:
             for i, member in enumerate(members):
-                tg.start_soon(run, i, member)
+                # The first member runs on the line's slot; every further one waits for a slot
+                # of its own, so a batch of 256 is 256 requests in flight, not one.
+                own = slot
+                if i and slot is not None:
+                    await slot.limiter.acquire()
+                    own = Slot(slot.limiter)
+                tg.start_soon(run, i, member, own)
         answered = [r for r in replies if r is not None]
         return msgspec.json.encode(answered) if answered else None
 

@@ -24,12 +24,16 @@ from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
 from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
 from meworkd.rpc.accepting import Acceptor, refuse
-from meworkd.rpc.connection import Connection
-from meworkd.rpc.dispatch import Dispatcher, error_response
+from meworkd.rpc.connection import STALL_TIMEOUT, Connection
+from meworkd.rpc.dispatch import Dispatcher, Slot, error_response
 
 __all__ = ["RpcServer", "ServerState", "peer_uid"]
 
-MAX_IN_FLIGHT = 128  # concurrent requests per connection; the reader pauses beyond this
+# Concurrent requests per connection, each member of a batch counted; the reader pauses beyond.
+MAX_IN_FLIGHT = 128
+# Seconds an unfinished line may wait for its next byte before the connection is closed: a peer
+# that sends half a message and stalls would otherwise hold its buffer (up to the line limit).
+LINE_IDLE_TIMEOUT = 30.0
 READ_CHUNK = 256 * 1024
 CLOSE_GRACE = 2.0  # seconds a closing connection may take to flush
 
@@ -73,6 +77,8 @@ class RpcServer:
         self._bus = bus
         self._redact_events = redact_events
         self.max_line = max_line
+        self.line_idle_timeout = LINE_IDLE_TIMEOUT
+        self.stall_timeout = STALL_TIMEOUT
         self.connections = 0
         self.state = ServerState.RUNNING
         self._accepting = anyio.CancelScope()
@@ -125,6 +131,7 @@ class RpcServer:
         async with anyio.create_task_group() as outer:
             requests = anyio.create_task_group()
             conn = Connection(stream, requests, self._bus, self._redact_events)
+            conn.stall_timeout = self.stall_timeout
             outer.start_soon(conn.run_writer)
             try:
                 async with jobs_receive, requests:
@@ -159,9 +166,16 @@ class RpcServer:
         splitter = LineSplitter(self.max_line)
         sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
         while True:
+            if conn.backlogged:
+                # Backpressure: read no more requests until the peer takes its replies.
+                await conn.room()
             try:
-                data = await sockio.recv(sock, READ_CHUNK)
+                data = await self._receive(sock, splitter.pending)
             except OSError:
+                return
+            if data is None:
+                log.info("rpc.line_idle", pending=splitter.pending, seconds=self.line_idle_timeout)
+                await conn.send(self._idle_line())
                 return
             if not data:
                 return
@@ -183,6 +197,25 @@ class RpcServer:
             # setting up the wait is not on their way), and a peer that never pauses cannot
             # starve the others.
             await anyio.lowlevel.checkpoint()
+
+    async def _receive(self, sock: socket.socket, pending: int) -> bytes | None:
+        """The next bytes; None when half a line has waited ``line_idle_timeout`` for more."""
+        if not pending:  # (no cancel scope on the way of whole lines: bench B1)
+            return await sockio.recv(sock, READ_CHUNK)
+        with anyio.move_on_after(self.line_idle_timeout):
+            return await sockio.recv(sock, READ_CHUNK)
+        return None
+
+    def _idle_line(self) -> bytes:
+        return error_response(
+            codes.INVALID_REQUEST,
+            "Invalid request",
+            {
+                "kind": "invalid_request",
+                "detail": f"an unfinished message waited {self.line_idle_timeout:g} s for its "
+                "end; the connection is closed",
+            },
+        )
 
     def _too_large(self, line: Oversized) -> bytes:
         return error_response(
@@ -212,15 +245,20 @@ class RpcServer:
         line: bytes | None = first
         del first
         while line is not None:
+            slot = Slot(limiter)
             try:
-                await self._answer(conn, line)
+                if conn.backlogged:
+                    # Start no request while the peer leaves its replies unread: each would
+                    # hold its reply until the outbox drains.
+                    await conn.room()
+                await self._answer(conn, line, slot)
             finally:
-                limiter.release()
+                slot.release()
             line = None
             with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
                 line = await jobs.receive()
 
-    async def _answer(self, conn: Connection, line: bytes) -> None:
-        reply = await self._dispatcher.handle_line(line, conn)
+    async def _answer(self, conn: Connection, line: bytes, slot: Slot) -> None:
+        reply = await self._dispatcher.handle_line(line, conn, slot)
         if reply is not None:
             await conn.send(reply)

@@ -120,7 +120,8 @@ FAULTS = [
     Fault(
         "big_reply",
         kitchen(),
-        r"was 1048\d{4} bytes, over the limit of 65536 bytes, so it was refused",
+        r"passed 81920 bytes while it was still arriving, over the limit of 65536 bytes, so it "
+        r"was refused",
         tool="big",
         arguments={"bytes": figures.BIG_REPLY_BYTES},
     ),

@@ -11,6 +11,9 @@ Handshake era only (``initialize``; other unknown requests get ``-32601``). Tool
   ``leak_is_error {var}``: an ``isError`` result holding it;
 * ``endless {mib}``: writes ``mib`` MiB on stdout without a newline, then a newline, then the
   proper answer (the session must survive the oversized line);
+* ``huge {mib, order}``: a proper reply whose text is ``mib`` MiB, written with ``id`` before
+  the result (``order: "python"``, as the Python SDK does) or after it (``"ts"``, as the
+  TypeScript SDK does);
 * every tool given with ``--tools`` (a JSON list of tool objects, any ``name`` and ``_meta``):
   answers ``called <name>``.
 
@@ -18,6 +21,9 @@ Handshake era only (``initialize``; other unknown requests get ``-32601``). Tool
 reading anything; ``--print-env NAME`` writes the same line at start-up and then serves.
 ``--describe-env NAME`` adds a tool ``whoami`` whose description quotes ``NAME``'s value (a
 server that puts its credentials in what the model reads).
+
+``--listing MODE`` makes ``tools/list`` hostile: ``endless`` (one tool per page and always a new
+cursor), ``many`` (5000 tools on one page) or ``huge`` (one page of about 6 MiB).
 """
 
 import argparse
@@ -34,7 +40,41 @@ BASE_TOOLS = [
     {"name": "leak_error", "inputSchema": OBJ},
     {"name": "leak_is_error", "inputSchema": OBJ},
     {"name": "endless", "inputSchema": OBJ},
+    {"name": "huge", "inputSchema": OBJ},
 ]
+
+
+def listing(mode: str, tools: list, params: dict) -> dict:
+    """A tools/list result for ``--listing MODE`` (see the module)."""
+    if mode == "endless":
+        page = int(params.get("cursor") or 0)
+        tool = {"name": f"page{page}", "inputSchema": OBJ}
+        return {"tools": [tool], "nextCursor": str(page + 1)}
+    if mode == "many":
+        return {"tools": [{"name": f"t{i}", "inputSchema": OBJ} for i in range(5000)]}
+    if mode == "huge":
+        blurb = "y" * (64 * 1024)
+        return {
+            "tools": [
+                {"name": f"t{i}", "description": blurb, "inputSchema": OBJ} for i in range(96)
+            ]
+        }
+    return {"tools": tools}
+
+
+def huge_reply(rid: object, mib: int, order: str) -> None:
+    """Write a reply whose text is ``mib`` MiB without building it whole (see the module)."""
+    out = sys.stdout.buffer
+    start = b'{"content": [{"type": "text", "text": "'
+    head = b'{"jsonrpc": "2.0", "id": %s, "result": ' % json.dumps(rid).encode()
+    out.write(head + start if order == "python" else b'{"result": ' + start)
+    chunk = b"z" * (1024 * 1024)
+    for _ in range(mib):
+        out.write(chunk)
+    end = b'"}]}'
+    tail = b', "jsonrpc": "2.0", "id": %s}\n' % json.dumps(rid).encode()
+    out.write(end + b"}\n" if order == "python" else end + tail)
+    out.flush()
 
 
 def send(msg: dict) -> None:
@@ -55,6 +95,7 @@ def main() -> None:
     p.add_argument("--print-env", action="append", default=[], metavar="NAME")
     p.add_argument("--tools", default="[]")
     p.add_argument("--describe-env", metavar="NAME")
+    p.add_argument("--listing", default="normal", choices=["normal", "endless", "many", "huge"])
     args = p.parse_args()
     if args.exit_with_env:
         name = args.exit_with_env
@@ -91,7 +132,7 @@ def main() -> None:
         elif method == "ping":
             result = {}
         elif method == "tools/list":
-            result = {"tools": tools}
+            result = listing(args.listing, tools, params)
         elif method == "tools/call":
             name = params.get("name")
             value = os.environ.get(str(a.get("var", "")), "<unset>")
@@ -119,6 +160,9 @@ def main() -> None:
                 sys.stdout.buffer.write(b"\n")
                 sys.stdout.flush()
                 result = text("after the endless line")
+            elif name == "huge":
+                huge_reply(rid, int(a.get("mib", 31)), str(a.get("order", "python")))
+                continue
             elif name in names:
                 result = text(f"called {name}")
             else:
