@@ -23,6 +23,7 @@ from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
 from meworkd.base.errors import ConflictError, ConversationNotFound
 from meworkd.base.log import get_logger
+from meworkd.base.private import private_file
 
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 
@@ -105,13 +106,13 @@ class AuditEntry:
 class StateDB:
     def __init__(self, path: Path) -> None:
         self.path = path
+        private_file(path, companions=("-wal", "-shm"))  # before SQLite copies its mode to them
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        path.chmod(0o600)
         self._conversations: dict[str, Conversation] = {}
         self._audit_pending: list[tuple[float, AuditEntry]] = []
         self._audit_wake: anyio.Event | None = None  # set while run_audit_writer runs
