@@ -146,7 +146,7 @@ def test_service_unit_keys() -> None:
         "ExecReload": ["/bin/kill -HUP $MAINPID"],
         "Restart": ["on-failure"],
         "RestartSec": ["2"],
-        "RestartPreventExitStatus": ["75"],
+        "RestartPreventExitStatus": ["75 77"],
         "TimeoutStopSec": ["20"],
         "KillMode": ["mixed"],
         "OOMPolicy": ["continue"],

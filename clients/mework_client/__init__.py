@@ -4,8 +4,8 @@
 calls on one connection.
 """
 
-from mework_client.sync import Client, DaemonNotRunning, RpcError
+from mework_client.sync import Client, DaemonNotRunning, RpcError, UntrustedSocket
 
-__all__ = ["Client", "DaemonNotRunning", "RpcError", "__version__"]
+__all__ = ["Client", "DaemonNotRunning", "RpcError", "UntrustedSocket", "__version__"]
 
 __version__ = "0.1.0"

@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mework_protocol.address import default_socket_path
 
 from mework_client import DaemonNotRunning, RpcError
+from mework_client.sync import check_peer, check_socket_dir
 
 __all__ = ["AsyncClient", "connect"]
 
@@ -147,6 +148,11 @@ class _ClientProtocol(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def socket(self) -> socket.socket:
+        assert self._transport is not None
+        sock: socket.socket = self._transport.get_extra_info("socket")
+        return sock
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
@@ -217,6 +223,7 @@ async def _read(client: AsyncClient, sock: socket.socket) -> None:
 @asynccontextmanager
 async def connect(path: Path | str | None = None) -> AsyncIterator[AsyncClient]:
     target = Path(path) if path is not None else default_socket_path()
+    check_socket_dir(target)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -236,6 +243,8 @@ async def _connect_transport(target: Path) -> AsyncIterator[AsyncClient]:
     except (FileNotFoundError, ConnectionRefusedError):
         raise DaemonNotRunning(target) from None
     try:
+        # Before the caller can send a byte (the protocol sends nothing on its own).
+        check_peer(protocol.socket(), target)
         yield protocol.client
     finally:
         protocol.close()
@@ -250,6 +259,7 @@ async def _connect_stream(target: Path) -> AsyncIterator[AsyncClient]:
     except (FileNotFoundError, ConnectionRefusedError):
         raise DaemonNotRunning(target) from None
     async with stream, anyio.create_task_group() as tg:
+        check_peer(stream.extra(SocketAttribute.raw_socket), target)
         client = AsyncClient(_StreamSender(stream))
         tg.start_soon(_read, client, stream.extra(SocketAttribute.raw_socket))
         try:

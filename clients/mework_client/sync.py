@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import socket
 from collections import deque
 from collections.abc import Iterator
@@ -9,7 +10,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["Client", "DaemonNotRunning", "RpcError"]
+__all__ = [
+    "Client",
+    "DaemonNotRunning",
+    "RpcError",
+    "UntrustedSocket",
+    "check_peer",
+    "check_socket_dir",
+]
 
 
 class RpcError(Exception):
@@ -33,9 +41,49 @@ class RpcError(Exception):
 
 
 class DaemonNotRunning(ConnectionError):
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"meworkd is not running (no daemon listening on {path})")
+    def __init__(self, path: Path, message: str | None = None) -> None:
+        super().__init__(message or f"meworkd is not running (no daemon listening on {path})")
         self.path = path
+
+
+class UntrustedSocket(DaemonNotRunning):
+    """The socket may not be the user's own daemon: nothing was sent to it.
+
+    A :class:`DaemonNotRunning`, since no daemon of ours can be reached there; its message names
+    the problem (another user may have planted the socket or its directory).
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            path, f"refusing to talk to {path}: {problem} (another user may have planted it)"
+        )
+        self.problem = problem
+
+
+# mework_protocol is imported inside these: importing this package (e.g. for
+# mework_client.service) stays on the standard library and this package alone
+# (tests/test_service_install.py).
+
+
+def check_socket_dir(path: Path) -> None:
+    """Before connecting: the socket's directory must be a private directory of ours."""
+    from mework_protocol.boundary import socket_dir_problem
+
+    try:
+        problem = socket_dir_problem(path, os.getuid())
+    except (FileNotFoundError, NotADirectoryError):
+        raise DaemonNotRunning(path) from None
+    if problem is not None:
+        raise UntrustedSocket(path, problem)
+
+
+def check_peer(sock: socket.socket, path: Path) -> None:
+    """Once connected, before a byte is sent: the peer must run as our own uid."""
+    from mework_protocol.boundary import peer_problem
+
+    problem = peer_problem(sock, os.getuid())
+    if problem is not None:
+        raise UntrustedSocket(path, problem)
 
 
 class Client:
@@ -43,19 +91,22 @@ class Client:
 
     def __init__(self, path: Path | str | None = None, timeout: float | None = None) -> None:
         if path is None:
-            # Imported here: importing this package (e.g. for mework_client.service) stays on
-            # the standard library and this package alone (tests/test_service_install.py).
-            from mework_protocol.address import default_socket_path
+            from mework_protocol.address import default_socket_path  # see check_socket_dir
 
             path = default_socket_path()
         self.path = Path(path)
+        check_socket_dir(self.path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
             self._sock.connect(str(self.path))
+            check_peer(self._sock, self.path)
         except (FileNotFoundError, ConnectionRefusedError):
             self._sock.close()
             raise DaemonNotRunning(self.path) from None
+        except BaseException:
+            self._sock.close()
+            raise
         self._reader = self._sock.makefile("rb")
         self._ids = itertools.count(1)
         self._events: deque[tuple[str, Any]] = deque()

@@ -23,7 +23,7 @@ from anyio.abc import SocketListener, TaskStatus
 
 from meworkd import __version__
 from meworkd.app import systemd
-from meworkd.app.instance import InstanceLock, prepare_private_dir
+from meworkd.app.instance import InstanceLock, prepare_socket_dir, prepare_state_dir
 from meworkd.app.paths import Paths
 from meworkd.base.errors import ShuttingDown
 from meworkd.base.events import EventBus
@@ -99,8 +99,8 @@ class Daemon:
         self._stop.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        prepare_private_dir(self.paths.socket.parent)
-        prepare_private_dir(self.paths.state_dir)
+        prepare_socket_dir(self.paths.socket.parent)
+        prepare_state_dir(self.paths.state_dir)
         lock = InstanceLock(self.paths.lock)
         lock.acquire(self.paths.socket)  # raises AlreadyRunning before anything is touched
         db: StateDB | None = None

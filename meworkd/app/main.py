@@ -8,13 +8,14 @@ import anyio
 
 from meworkd import __version__
 from meworkd.app.daemon import Daemon
-from meworkd.app.instance import AlreadyRunning
+from meworkd.app.instance import AlreadyRunning, UnsafePath
 from meworkd.app.paths import Paths
 from meworkd.base.log import Redactor, configure_logging, get_logger
 
 __all__ = ["main"]
 
 EXIT_ALREADY_RUNNING = 75  # EX_TEMPFAIL: systemd's Restart=on-failure will not loop on it fast
+EXIT_UNSAFE_PATH = 77  # EX_NOPERM: a directory or lock file others control; a restart cannot help
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except AlreadyRunning as exc:
         print(f"meworkd: {exc}", file=sys.stderr)  # noqa: T201 - the one message a person reads
         return EXIT_ALREADY_RUNNING
+    except UnsafePath as exc:
+        print(f"meworkd: {exc}", file=sys.stderr)  # noqa: T201 - as above
+        get_logger().error("daemon.unsafe_path", error=str(exc))
+        return EXIT_UNSAFE_PATH
     except KeyboardInterrupt:
         return 0
     except PermissionError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from meworkd.base.log import get_logger
+from meworkd.base.private import private_file
 
 __all__ = ["DatabaseDamaged", "open_database"]
 
@@ -52,6 +53,7 @@ def open_database(path: Path, prepare: Callable[[sqlite3.Connection], None]) -> 
 
 
 def _connect(path: Path, prepare: Callable[[sqlite3.Connection], None]) -> sqlite3.Connection:
+    private_file(path, companions=("-wal", "-shm"))  # before SQLite copies its mode to them
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         prepare(db)

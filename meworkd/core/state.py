@@ -121,7 +121,6 @@ class StateDB:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = open_database(path, _prepare)  # a damaged file is moved aside, not fatal
-        path.chmod(0o600)
         self._conversations: dict[str, Conversation] = {}
         self._audit_pending: list[tuple[float, AuditEntry]] = []
         self._audit_wake: anyio.Event | None = None  # set while run_audit_writer runs

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from meworkd.base.log import get_logger
+from meworkd.base.private import write_private
 from meworkd.base.procgroup import kill_group
 
 __all__ = ["PidLedger", "process_start_time"]
@@ -43,7 +44,7 @@ class PidLedger:
 
     def _save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({str(k): v for k, v in self._entries.items()}))
+        write_private(tmp, json.dumps({str(k): v for k, v in self._entries.items()}).encode())
         os.replace(tmp, self.path)
 
     def reap_leftovers(self) -> list[int]:

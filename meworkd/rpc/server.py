@@ -9,7 +9,6 @@ all, a closed connection.
 import contextlib
 import os
 import socket
-import struct
 from collections.abc import Callable
 from enum import Enum
 
@@ -17,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mework_protocol import codes
+from mework_protocol import boundary, codes
 
 from meworkd.base.events import EventBus
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
@@ -41,13 +40,7 @@ log = get_logger("meworkd.rpc")
 
 
 def peer_uid(stream: SocketStream) -> int | None:
-    raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
-    try:
-        creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
+    return boundary.peer_uid(stream.extra(SocketAttribute.raw_socket))
 
 
 _OTHER_USER = error_response(

@@ -32,6 +32,7 @@ from meworkd.settings.files import (
 )
 from meworkd.settings.model import DEFAULT_DOCUMENT, Settings
 from meworkd.settings.parse import check_depth, decode_document, duplicate_keys, parse_settings
+from meworkd.settings.safety import UntrustedSettings, refuse_untrusted
 from meworkd.settings.watch import watch_file
 
 __all__ = ["Listener", "SettingsStore"]
@@ -131,8 +132,11 @@ class SettingsStore:
     def _apply_bytes(self, data: bytes, source: str = "start") -> SettingsDiff | None:
         self._digest = digest(data)
         try:
+            refuse_untrusted(self.path)  # ssh's StrictModes: meworkd.settings.safety
             doc = decode_document(data)
         except InvalidSettings as exc:
+            if isinstance(exc, UntrustedSettings):
+                self._digest = None  # read again on its next change, be it only a chmod
             self._report_unreadable(exc.message, source)
             return None
         self._unreadable = None

@@ -51,6 +51,8 @@ def format_status(result: Any, style: Style = PLAIN) -> str:
     )
     if r.get("settingsError"):
         text += "\n" + style.red(f"settings error: {r['settingsError']}")
+    for warning in r.get("settingsWarnings") or []:
+        text += "\n" + style.red(f"settings warning: {warning}")
     return text
 
 

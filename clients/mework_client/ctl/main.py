@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from mework_client import DaemonNotRunning, RpcError
+from mework_client import DaemonNotRunning, RpcError, UntrustedSocket
 from mework_client.ctl.command import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -35,6 +35,9 @@ def run(args: argparse.Namespace, ctx: Ctx) -> int:
         args.leaf.print_usage(ctx.err)
         ctx.note(f"{args.leaf.prog}: error: {exc}")
         return EXIT_USAGE
+    except UntrustedSocket as exc:  # not "start it": starting a daemon cannot fix this
+        ctx.fail(str(exc))
+        return EXIT_ERROR
     except DaemonNotRunning as exc:
         ctx.fail(not_running_message(exc.path))
         return EXIT_NOT_RUNNING

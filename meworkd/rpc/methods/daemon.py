@@ -9,6 +9,7 @@ from meworkd import __version__
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
+from meworkd.settings import safety
 
 __all__ = ["group"]
 
@@ -33,7 +34,19 @@ async def status(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]
         "turns": live.turns.active,
         "connections": s.connections(),
         "settingsError": s.store.unreadable,
+        "settingsWarnings": settings_warnings(s),
     }
+
+
+def settings_warnings(s: Services) -> list[str]:
+    """What is wrong with the settings file's permissions now, beyond ``settingsError``.
+
+    Judged afresh: a file made writable by others since its last read is shown here before
+    its next change is refused.
+    """
+    trust = safety.inspect(s.store.path)
+    refusal = [trust.refusal] if trust.refusal and trust.refusal != s.store.unreadable else []
+    return [*refusal, *trust.warnings]
 
 
 @group.add("daemon.shutdown")

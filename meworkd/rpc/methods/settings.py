@@ -9,7 +9,7 @@ from meworkd.base.errors import InvalidParams
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
-from meworkd.settings import edits, masked_entry
+from meworkd.settings import edits, masked_entry, safety
 
 __all__ = ["group"]
 
@@ -31,6 +31,7 @@ async def get(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
         "errors": list(store.settings.errors),
         "serverErrors": dict(store.settings.server_errors),
         "unreadable": store.unreadable,
+        "warnings": list(safety.inspect(store.path).warnings),
     }
 
 

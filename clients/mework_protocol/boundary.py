@@ -1,0 +1,65 @@
+"""The local boundary, as both sides check it: a private socket directory and a peer of our uid.
+
+The daemon refuses to serve from a socket directory that fails :func:`private_dir_problem`, and
+every client refuses to connect through one; once connected, a client sends nothing to a peer
+whose uid (``SO_PEERCRED``) is not its own. Standard library only: ``meworkctl`` loads this.
+"""
+
+import os
+import socket
+import stat
+import struct
+from pathlib import Path
+
+__all__ = ["peer_problem", "peer_uid", "private_dir_problem", "socket_dir_problem"]
+
+_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def private_dir_problem(st: os.stat_result, uid: int) -> str | None:
+    """Why a directory with this ``lstat`` result is not private to ``uid``, or None.
+
+    Private means: a real directory (not a symbolic link another user could point elsewhere),
+    owned by ``uid``, mode 0700 (nobody else may plant or replace a socket in it).
+    """
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != uid:
+        return f"belongs to uid {st.st_uid}, not to uid {uid}"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        return f"is open to other users (mode {mode:04o}, not 0700)"
+    return None
+
+
+def socket_dir_problem(socket_path: Path, uid: int) -> str | None:
+    """What is wrong with the directory holding ``socket_path``, or None.
+
+    Raises ``FileNotFoundError`` (or ``NotADirectoryError``) when it does not exist: then no
+    daemon listens there, which is not a matter of trust.
+    """
+    directory = socket_path.parent
+    problem = private_dir_problem(os.lstat(directory), uid)
+    return None if problem is None else f"its directory {directory} {problem}"
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket, or None."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size)
+    except OSError:
+        return None
+    _pid, uid, _gid = _CREDS.unpack(creds)
+    return int(uid)
+
+
+def peer_problem(sock: socket.socket, uid: int) -> str | None:
+    """Why the process serving ``sock`` is not to be trusted by ``uid``, or None."""
+    peer = peer_uid(sock)
+    if peer == uid:
+        return None
+    if peer is None:
+        return "the uid of the process serving it cannot be read"
+    return f"it is served by a process of uid {peer}, not of uid {uid}"
