@@ -1,6 +1,7 @@
 """JSON-RPC error codes and the ``data.kind`` of each: the one table of docs/api.md "Errors"."""
 
 __all__ = [
+    "AUDIT_UNAVAILABLE",
     "CONFLICT",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -31,6 +32,7 @@ SETTINGS_UNREADABLE = -32063
 SERVER_UNAVAILABLE = -32064
 SHUTTING_DOWN = -32065
 PERMISSION_DENIED = -32066
+AUDIT_UNAVAILABLE = -32067
 
 # The kind a client may assume when an error carries none (errors of the JSON-RPC layer itself).
 STANDARD_KINDS: dict[int, str] = {

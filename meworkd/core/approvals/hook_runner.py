@@ -30,6 +30,7 @@ __all__ = [
     "EVENT_NAME",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTPUT_BYTES",
+    "PERMISSION_MODES",
     "HookOutcome",
     "HookVerdict",
     "PermissionRequest",
@@ -54,7 +55,7 @@ class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
     conversation_id: str
     tool_name: str
     tool_input: dict[str, Any]
-    permission_mode: str
+    permission_mode: str  # meworkd's approval level; the payload maps it to Claude Code's
     server: str
     tool: str
     cwd: str = ""
@@ -264,6 +265,16 @@ async def _is_dir(path: str) -> bool:
         return False
 
 
+# Claude Code's permission_mode for each approval level: hooks written for it read these values.
+# An unknown level maps to "default" (the mode that asks).
+PERMISSION_MODES = {
+    "request_approval": "default",
+    "allow_edits": "acceptEdits",
+    "plan": "plan",
+    "full_access": "bypassPermissions",
+}
+
+
 def _payload(request: PermissionRequest) -> bytes:
     return msgspec.json.encode(
         {
@@ -271,7 +282,8 @@ def _payload(request: PermissionRequest) -> bytes:
             "session_id": request.conversation_id,
             "tool_name": request.tool_name,
             "tool_input": request.tool_input,
-            "permission_mode": request.permission_mode,
+            "permission_mode": PERMISSION_MODES.get(request.permission_mode, "default"),
+            "approval_level": request.permission_mode,
             "cwd": request.cwd,
             "mcp_server": request.server,
             "mcp_tool": request.tool,
