@@ -16,7 +16,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from meworkd.base.procgroup import close_process
+from meworkd.base.procgroup import close_process, open_group
 from meworkd.settings import (
     PERMISSION_HOOKS_PATH,
     HookCommand,
@@ -206,11 +206,7 @@ async def _run_one(
         # Shielded: a spawn cancelled halfway kills only the shell, and what it already started
         # would escape; once spawned, the finally below kills the whole group instead.
         with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                ["/bin/sh", "-c", _expand_home(hook.command)],
-                cwd=cwd,
-                start_new_session=True,
-            )
+            process = await open_group(["/bin/sh", "-c", _expand_home(hook.command)], cwd=cwd)
     except OSError as exc:
         return HookOutcome(
             command=hook.command,
