@@ -15,9 +15,16 @@ from pathlib import Path
 from meworkd.base.log import get_logger
 from meworkd.base.procgroup import kill_group, process_start_time
 
-__all__ = ["PidLedger", "process_start_time"]
+__all__ = ["LedgerUnwritable", "PidLedger", "process_start_time"]
 
 log = get_logger("meworkd.procs")
+
+
+class LedgerUnwritable(Exception):
+    """A child could not be recorded (the state dir is full or read-only); it must not run."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or type(error).__name__)  # no paths: a client reads it
 
 
 class PidLedger:
@@ -29,14 +36,18 @@ class PidLedger:
         self._entries: dict[int, dict[str, object]] = {}
 
     def add(self, pid: int, server: str) -> None:
-        """Record ``pid``; on failure (OSError) nothing is recorded and the caller must stop it."""
+        """Record ``pid``; on failure nothing is recorded and the caller must stop the child.
+
+        Raises:
+            LedgerUnwritable: the ledger file could not be written.
+        """
         start = process_start_time(pid)
         self._entries[pid] = {"server": server, "start": start, "owner": self.owner}
         try:
             self._save()
-        except OSError:
+        except OSError as exc:
             del self._entries[pid]
-            raise
+            raise LedgerUnwritable(exc) from exc
 
     def remove(self, pid: int) -> None:
         if self._entries.pop(pid, None) is not None:

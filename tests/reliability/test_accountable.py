@@ -160,7 +160,9 @@ async def test_a_child_the_ledger_cannot_record_is_stopped_at_once(mw: Harness) 
     mw.d.ledger.path.with_suffix(".tmp").mkdir()  # the ledger's next write fails, even as root
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
-    assert [f["server"] for f in turn["failures"]] == ["k"]
+    (failure,) = turn["failures"]
+    assert failure["server"] == "k"
+    assert "could not record the server's process, so it was stopped" in failure["reason"]
 
     def tagged() -> list[int]:
         return [
