@@ -143,7 +143,8 @@ async def test_permission_request_hooks(mw: Harness) -> None:
     assert run["hook_event_name"] == "PermissionRequest"
     assert run["tool_name"] == echo
     assert run["tool_input"] == {"text": "hooked", "hook": "allow"}
-    assert run["permission_mode"] == "request_approval"
+    assert run["permission_mode"] == "default"  # Claude Code's name for request_approval
+    assert run["approval_level"] == "request_approval"
     assert run["session_id"] == conv
     assert (run["mcp_server"], run["mcp_tool"]) == ("k", "echo")
 

@@ -6,6 +6,7 @@ import anyio
 import msgspec
 import pytest
 
+from meworkd.base.errors import AuditUnavailable
 from tests.turn_helpers import (
     EVENT_TIMEOUT,
     Harness,
@@ -16,6 +17,7 @@ from tests.turn_helpers import (
     kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     permission_hooks,
+    rpc_error,
     start_call,
     text_of,
     wait_event,
@@ -191,3 +193,60 @@ async def test_equal_arguments_give_equal_digests(mw: Harness) -> None:
     digests = {e["callId"]: e["argumentsDigest"] for e in await _entries(mw, conversationId=conv)}
     assert digests["a"] == digests["b"]
     assert digests["a"] != digests["c"]
+
+
+async def test_a_call_is_on_record_before_it_is_sent(mw: Harness) -> None:
+    """Issue 14.7: the ``requested`` record exists while the call runs; the outcome completes it."""
+    await mw.start(document({"k": kitchen()}))
+    events = await mw.connect(["turn.progress"])
+    conv = await mw.conversation(["k"], level="full_access")
+    turn = await mw.begin(conv)
+    slow = {
+        "turnId": turn["turnId"],
+        "name": bound(turn, "k")["slow"],
+        "arguments": {"seconds": 60},
+        "callId": "running",
+    }
+    async with anyio.create_task_group() as tg:
+        call = start_call(tg, mw.c, "turns.callTool", slow)
+        # The server reports progress from inside the handler: the call has been sent.
+        await wait_event(events, "turn.progress", lambda d: d["callId"] == "running")
+        (entry,) = await _entries(mw, conversationId=conv)
+        assert (entry["callId"], entry["decision"], entry["decidedBy"]) == (
+            "running",
+            "requested",
+            None,
+        )
+        assert entry["durationMs"] is None
+        await mw.call("turns.cancel", {"turnId": turn["turnId"], "callId": "running"})
+        await call.wait()
+    (done,) = await _entries(mw, conversationId=conv)
+    assert done["id"] == entry["id"]  # the same record, its outcome added
+    assert (done["decision"], done["decidedBy"], done["reason"]) == ("allow", "level", "cancelled")
+
+
+async def test_calls_are_refused_while_the_audit_cannot_be_written(mw: Harness) -> None:
+    """Issue 14.7: a full database refuses calls (audit_unavailable) and says why; then recovers."""
+    await mw.start(document({"k": kitchen()}))
+    conv = await mw.conversation(["k"], level="full_access")
+    turn = await mw.begin(conv)
+    echo = bound(turn, "k")["echo"]
+    assert not (await mw.tool(turn, echo, {"text": "before"}))["isError"]
+    state = mw.d.live().state
+    connection = state._db  # the daemon's own connection: the page cap is per connection
+    pages = connection.execute("PRAGMA page_count").fetchone()[0]
+    connection.execute(f"PRAGMA max_page_count = {pages}")
+    # Fill what is left of the last pages, with ever smaller rows, until not even one fits.
+    for size in (2000, 200, 20, 0):
+        with pytest.raises(AuditUnavailable):  # noqa: PT012 - filling takes a loop
+            for _ in range(100_000):
+                state.record_request("filler", "t", "c", "s", "x" * size, "n", "d")
+    error = await rpc_error(mw.tool(turn, echo, {"text": "during"}, callId="refused"))
+    assert (error.code, error.kind) == (-32068, "audit_unavailable")
+    assert "cannot write its audit log" in error.message
+    assert "full" in error.message
+    connection.execute("PRAGMA max_page_count = 1073741823")
+    assert not (await mw.tool(turn, echo, {"text": "after"}))["isError"]
+    calls = [e["callId"] for e in await _entries(mw, conversationId=conv)]
+    assert "refused" not in calls
+    assert len(calls) == 2

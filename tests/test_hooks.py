@@ -526,7 +526,8 @@ async def test_stdin_has_the_documented_shape(short_tmp: Path) -> None:
         "session_id": "conv-1",
         "tool_name": NAME,
         "tool_input": {"q": "x", "n": 3, "nested": {"ü": [1, None]}},
-        "permission_mode": "request_approval",
+        "permission_mode": "default",  # Claude Code's name for request_approval
+        "approval_level": "request_approval",
         "cwd": str(short_tmp),
         "mcp_server": "docs",
         "mcp_tool": "search",

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient, connect
 
-from meworkd.mcp.ledger import process_start_time
+from meworkd.mcp.ledger import PidLedger, process_start_time
 from tests.daemon_helpers import (
     KITCHEN,
     PY,
@@ -302,7 +302,7 @@ async def test_closing_a_session_leaves_no_process_behind(short_tmp: Path) -> No
         pids = [leader, spawned, *at_start]
         assert len(pids) == 3
         assert all(alive(p) for p in pids)
-        ledger = json.loads(daemon.paths.pid_ledger.read_text())
+        ledger = json.loads(daemon.ledger.path.read_text())
         assert ledger[str(leader)]["server"] == "k"
         result = await c.call("conversations.delete", {"id": conv})
         assert result["sessionsClosed"] == 1
@@ -310,8 +310,18 @@ async def test_closing_a_session_leaves_no_process_behind(short_tmp: Path) -> No
         await wait_gone(pids)
         # The ledger forgets the session once its owner has cleaned up.
         with anyio.fail_after(5):
-            while str(leader) in json.loads(daemon.paths.pid_ledger.read_text()):
+            while str(leader) in json.loads(daemon.ledger.path.read_text()):
                 await anyio.sleep(0.02)
+
+
+def _owner(root: Path) -> str:
+    """The ledger owner of start_daemon's daemon under ``root``: its socket path."""
+    return str(root / "run" / "d.sock")
+
+
+def _ledger_path(root: Path) -> Path:
+    """Where that daemon keeps its ledger."""
+    return PidLedger(root / "state" / "children.json", owner=_owner(root)).path
 
 
 def _spawn_sleeper() -> subprocess.Popen[bytes]:
@@ -335,17 +345,21 @@ async def test_pid_ledger_reaps_leftovers_of_a_crashed_daemon(short_tmp: Path) -
         state = short_tmp / "state"
         state.mkdir(mode=0o700)
         ledger = {
-            str(stubborn.pid): {"server": "x", "start": stubborn_start},
-            str(unrelated.pid): {"server": "y", "start": unrelated_start - 1},
+            str(stubborn.pid): {"server": "x", "start": stubborn_start, "owner": _owner(short_tmp)},
+            str(unrelated.pid): {
+                "server": "y",
+                "start": unrelated_start - 1,
+                "owner": _owner(short_tmp),
+            },
         }
-        (state / "children.json").write_text(json.dumps(ledger))
+        _ledger_path(short_tmp).write_text(json.dumps(ledger))
         async with start_daemon(short_tmp, {}) as (daemon, _sock):
             # Reaped at start-up, before the daemon answered anything.
             code = await anyio.to_thread.run_sync(stubborn.wait, 10)
             assert code == -signal.SIGKILL
             assert unrelated.poll() is None
             assert alive(unrelated.pid)
-            assert json.loads(daemon.paths.pid_ledger.read_text()) == {}
+            assert json.loads(daemon.ledger.path.read_text()) == {}
     finally:
         for proc in (stubborn, unrelated):
             if proc.poll() is None:
@@ -376,8 +390,8 @@ async def test_pid_ledger_reaps_a_group_whose_leader_exited(short_tmp: Path) -> 
     try:
         state = short_tmp / "state"
         state.mkdir(mode=0o700)
-        entry = {"server": "x", "start": process_start_time(leader.pid)}
-        (state / "children.json").write_text(json.dumps({str(leader.pid): entry}))
+        entry = {"server": "x", "start": process_start_time(leader.pid), "owner": _owner(short_tmp)}
+        _ledger_path(short_tmp).write_text(json.dumps({str(leader.pid): entry}))
         leader.stdin.close()
         await anyio.to_thread.run_sync(leader.wait, 10)
         assert alive(grandchild)

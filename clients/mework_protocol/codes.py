@@ -1,6 +1,7 @@
 """JSON-RPC error codes and the ``data.kind`` of each: the one table of docs/api.md "Errors"."""
 
 __all__ = [
+    "AUDIT_UNAVAILABLE",
     "CONFLICT",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -33,6 +34,7 @@ SERVER_UNAVAILABLE = -32064
 SHUTTING_DOWN = -32065
 PERMISSION_DENIED = -32066
 RESOURCE_EXHAUSTED = -32067
+AUDIT_UNAVAILABLE = -32068
 
 # The kind a client may assume when an error carries none (errors of the JSON-RPC layer itself).
 STANDARD_KINDS: dict[int, str] = {

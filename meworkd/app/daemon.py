@@ -28,6 +28,7 @@ from meworkd.app.paths import Paths
 from meworkd.base.errors import ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import Redactor, get_logger
+from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
@@ -68,7 +69,7 @@ class Daemon:
         self.store = SettingsStore(paths.settings, self.bus)
         self.store.add_listener(self._on_settings)
         self.logs = ServerLogs(self.bus, self.redactor.redact)
-        self.ledger = PidLedger(paths.pid_ledger)
+        self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
         self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
         self.approvals = Approvals(self.bus, self.redactor.redact)
         self.state = DaemonState.CREATED
@@ -116,6 +117,8 @@ class Daemon:
             listener, owns_socket = await self._listener()
             try:
                 await self._serve(listener, task_status)
+                with anyio.CancelScope(shield=True):
+                    await kill_tree(orphans())  # what no session claimed (as a subreaper)
             finally:
                 if owns_socket:
                     self.paths.socket.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from meworkd.app.daemon import Daemon
 from meworkd.app.instance import AlreadyRunning, UnsafePath
 from meworkd.app.paths import Paths
 from meworkd.base.log import Redactor, configure_logging, get_logger
+from meworkd.base.procgroup import become_subreaper
 
 __all__ = ["main"]
 
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     redactor = Redactor()
     configure_logging(args.log_level, args.log_format, redactor)
     paths = Paths.resolve(args.settings, args.socket, args.state_dir)
+    # What a server's helper leaves behind (setsid, double forks) becomes ours, not init's, so
+    # its session can still stop it. Here, not in Daemon.run: a process that embeds a Daemon
+    # (the tests) keeps its own children to itself.
+    become_subreaper()
 
     async def run() -> None:
         # anyio primitives need a running loop, so the daemon is built inside it.

@@ -11,8 +11,10 @@ from mework_protocol import codes
 
 __all__ = [
     "ApprovalNotFound",
+    "AuditUnavailable",
     "ConflictError",
     "ConversationNotFound",
+    "DuplicateCallId",
     "InvalidParams",
     "InvalidSettings",
     "MeworkError",
@@ -122,3 +124,24 @@ class ServerUnavailable(MeworkError):
 class ShuttingDown(MeworkError):
     kind = "shutting_down"
     code = codes.SHUTTING_DOWN
+
+
+class AuditUnavailable(MeworkError):
+    """The audit log cannot be written: tool calls are refused until it can (fail closed)."""
+
+    kind = "audit_unavailable"
+    code = codes.AUDIT_UNAVAILABLE
+
+
+class DuplicateCallId(ConflictError):
+    """A ``callId`` already in flight in the same turn: cancelling by it would be ambiguous."""
+
+    kind = "duplicate_call_id"
+
+    def __init__(self, turn_id: str, call_id: str) -> None:
+        super().__init__(
+            f"the call {call_id!r} is already running in turn {turn_id!r}; "
+            "give each call of a turn its own callId",
+            turnId=turn_id,
+            callId=call_id,
+        )

@@ -16,7 +16,7 @@ from typing import Any
 
 from meworkd.core.approvals.policy import requires_user_interaction
 from meworkd.mcp import ToolInfo
-from meworkd.settings import Settings
+from meworkd.settings import ServerConfig, Settings
 
 __all__ = [
     "DIGEST_LENGTH",
@@ -29,9 +29,11 @@ __all__ = [
     "bind",
     "bind_names",
     "digest",
+    "rebind",
     "slug",
     "system_prompt",
     "tool_name",
+    "unbound",
     "was_shortened",
     "was_truncated",
 ]
@@ -125,6 +127,8 @@ class Binding:
     annotations: dict[str, Any] | None
     # The tool's _meta demands a person's approval (computed once, here, at bind).
     requires_user: bool
+    # The server's connection_key() when its tools were listed: a redefinition changes it.
+    definition: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +152,12 @@ def bind(servers: list[str], listings: dict[str, list[ToolInfo]], settings: Sett
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
     bound, collisions = bind_names(pairs)
+    definitions = {server: settings.servers[server].connection_key() for server in servers}
     bindings: dict[str, Binding] = {}
     for name, (server, tool_name_) in bound.items():
         tool = by_pair[(server, tool_name_)]
-        bindings[name] = Binding(
-            server, tool_name_, tool.annotations, requires_user_interaction(tool.meta)
-        )
+        meta = requires_user_interaction(tool.meta)
+        bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
     problems = [
         {
             "server": c.server,
@@ -163,6 +167,44 @@ def bind(servers: list[str], listings: dict[str, list[ToolInfo]], settings: Sett
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) -> str | None:
+    """Why ``binding`` is gone under ``settings`` and the conversation's ``selection`` now.
+
+    None while it holds. The text starts with a stable kind (``server_removed``,
+    ``server_disabled``, ``server_deselected``, ``tool_disabled``) for the model and the audit.
+    """
+    server, tool = binding.server, binding.tool
+    config = settings.servers.get(server)
+    if config is None:
+        why = f"server_removed: the MCP server {server} was removed from the settings"
+    elif not config.enabled:
+        why = f"server_disabled: the MCP server {server} was disabled"
+    elif server not in selection:
+        why = f"server_deselected: the MCP server {server} was removed from this conversation"
+    elif tool in config.disabled_tools:
+        why = f"tool_disabled: the tool {tool!r} of {server} was switched off"
+    else:
+        return None
+    return f"{why}. The tool is no longer available."
+
+
+def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> Binding | str:
+    """``binding`` against its redefined server's ``listing``, or why it is gone."""
+    for tool in listing:
+        if tool.name == binding.tool:
+            return Binding(
+                binding.server,
+                tool.name,
+                tool.annotations,
+                requires_user_interaction(tool.meta),
+                config.connection_key(),
+            )
+    return (
+        f"server_redefined: the MCP server {binding.server} was redefined and no longer "
+        f"offers the tool {binding.tool!r}. The tool is no longer available."
+    )
 
 
 def _model_tools(

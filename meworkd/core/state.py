@@ -2,33 +2,29 @@
 
 Queries are tiny and local, so they run on the event loop; WAL keeps writes cheap and readers
 unblocked, and the schema is versioned with ``user_version``. Conversations are cached in memory
-(this process is the database's only writer). While :meth:`StateDB.run_audit_writer` runs, audit
-entries are written by it, in one transaction per batch, after the reply that caused them has
-left: a tool call does not wait for its own audit record.
+(this process is the database's only writer). The audit log's methods are
+:class:`meworkd.core.audit.AuditLog`'s.
 """
 
 import json
 import sqlite3
-import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
 import msgspec
-from anyio.abc import TaskStatus
 from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
 from meworkd.base.errors import ConflictError, ConversationNotFound
 from meworkd.base.log import get_logger
+from meworkd.core.audit import AuditEntry, AuditLog, now_iso
 from meworkd.core.dbfile import DatabaseDamaged, open_database
 
 __all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
 
 SCHEMA_VERSION = 1
-AUDIT_BATCH_DELAY = 0.02  # seconds; also what a crash of the daemon may lose
 
 log = get_logger("meworkd.state")
 _SCHEMA = f"""
@@ -75,11 +71,6 @@ def _prepare(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
-def now_iso(timestamp: float | None = None) -> str:
-    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 @dataclass(frozen=True, slots=True)
 class Conversation:
     id: str
@@ -100,24 +91,7 @@ class Conversation:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    conversation_id: str
-    turn_id: str
-    call_id: str | None
-    server: str
-    tool: str
-    name: str
-    arguments_digest: str
-    decision: str
-    decided_by: str
-    reason: str | None
-    duration_ms: float | None
-    reply_bytes: int | None
-    is_error: bool | None
-
-
-class StateDB:
+class StateDB(AuditLog):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = open_database(path, _prepare)  # a damaged file is moved aside, not fatal
@@ -221,111 +195,3 @@ class StateDB:
                 self.update_conversation(conv.id, mcp_servers=[n for n in names if n])
                 touched.append(conv.id)
         return touched
-
-    # --- audit ---------------------------------------------------------------------------
-
-    def record(self, entry: AuditEntry) -> None:
-        """Add ``entry`` to the audit log: now, or by the audit writer once it runs."""
-        self._audit_pending.append((time.time(), entry))
-        if self._audit_wake is None:
-            self.flush_audit()
-        else:
-            self._audit_wake.set()
-
-    async def run_audit_writer(
-        self,
-        *,
-        batch_delay: float = AUDIT_BATCH_DELAY,
-        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Write recorded entries in batches until cancelled, then write what is left.
-
-        A batch is written ``batch_delay`` seconds after its first entry: one transaction for
-        all the calls of that moment instead of one per call.
-        """
-        try:
-            self._audit_wake = anyio.Event()
-            task_status.started()
-            while True:
-                await self._audit_wake.wait()
-                if batch_delay > 0:
-                    await anyio.sleep(batch_delay)
-                self._audit_wake = anyio.Event()
-                self._flush_audit_or_log()
-        finally:
-            self._audit_wake = None
-            self._flush_audit_or_log()
-
-    def _flush_audit_or_log(self) -> None:
-        # A failing write (disk full, a damaged database) costs that batch, not the daemon.
-        count = len(self._audit_pending)
-        try:
-            self.flush_audit()
-        except sqlite3.Error as exc:
-            log.error("audit.write_failed", entries=count, error=str(exc))
-
-    def flush_audit(self) -> None:
-        pending, self._audit_pending = self._audit_pending, []
-        if not pending:
-            return
-        rows = [
-            (
-                now_iso(stamp),
-                entry.conversation_id,
-                entry.turn_id,
-                entry.call_id,
-                entry.server,
-                entry.tool,
-                entry.name,
-                entry.arguments_digest,
-                entry.decision,
-                entry.decided_by,
-                entry.reason,
-                entry.duration_ms,
-                entry.reply_bytes,
-                None if entry.is_error is None else int(entry.is_error),
-            )
-            for stamp, entry in pending
-        ]
-        self._db.execute("BEGIN")  # one transaction for the batch
-        try:
-            self._db.executemany(
-                "INSERT INTO audit (time, conversation_id, turn_id, call_id, server, tool, name, "
-                "arguments_digest, decision, decided_by, reason, duration_ms, reply_bytes, "
-                "is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
-    def audit(self, conversation_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        self.flush_audit()
-        query = "SELECT * FROM audit"
-        args: tuple[Any, ...] = ()
-        if conversation_id is not None:
-            query += " WHERE conversation_id = ?"
-            args = (conversation_id,)
-        query += " ORDER BY id DESC LIMIT ?"
-        rows = self._db.execute(query, (*args, max(1, min(limit, 10_000)))).fetchall()
-        return [
-            {
-                "id": r["id"],
-                "time": r["time"],
-                "conversationId": r["conversation_id"],
-                "turnId": r["turn_id"],
-                "callId": r["call_id"],
-                "server": r["server"],
-                "tool": r["tool"],
-                "name": r["name"],
-                "argumentsDigest": r["arguments_digest"],
-                "decision": r["decision"],
-                "decidedBy": r["decided_by"],
-                "reason": r["reason"],
-                "durationMs": r["duration_ms"],
-                "replyBytes": r["reply_bytes"],
-                "isError": None if r["is_error"] is None else bool(r["is_error"]),
-            }
-            for r in reversed(rows)
-        ]

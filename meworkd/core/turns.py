@@ -3,27 +3,27 @@
 ``begin`` lists the selected servers' tools concurrently and binds each under its stable
 model-facing name (:mod:`meworkd.core.catalog`); ``call_tool`` resolves a binding, applies
 approvals, calls the server with the original name and returns its reply minus every ``_meta``,
-refused (not truncated) when too large, as the bytes of the JSON-RPC result. Failures that the
-model should read come back as ``isError`` results; a malformed call (unknown or ended turn) is
-an error of the request itself.
+refused (not truncated) when too large, as the bytes of the JSON-RPC result. Each call is decided
+under the policy of the moment it is made: the settings, selection and level of now, not of the
+turn's start. Failures that the model should read come back as ``isError`` results; a malformed
+call (unknown or ended turn, a callId already running) is an error of the request itself.
 """
 
-import hashlib
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import msgspec
 
-from meworkd.base.errors import MeworkError, ServerUnavailable, TurnNotFound
+from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
-from meworkd.core.catalog import Binding, bind, system_prompt
+from meworkd.core.catalog import Binding, bind, rebind, system_prompt, unbound
+from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
 from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, call_tool, list_tools
 from meworkd.settings import Settings
@@ -33,9 +33,6 @@ __all__ = ["Turn", "Turns"]
 
 MAX_TURNS = 10_000  # turns kept open at once; the oldest ended first beyond this
 log = get_logger("meworkd.turns")
-
-# Secrets out of a value (the Redactor's redact_value): the same object when none are known.
-Redact = Callable[[object], object]
 
 
 @dataclass(slots=True)
@@ -47,14 +44,6 @@ class Turn:
     parent_id: str | None = None
     calls: dict[str, anyio.CancelScope] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
-
-
-def _error_result(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def _digest(arguments: dict[str, Any]) -> str:
-    return hashlib.sha256(msgspec.json.encode(arguments, order="sorted")).hexdigest()[:16]
 
 
 class Turns:
@@ -74,6 +63,8 @@ class Turns:
         self._bus = bus
         self._redact = redact
         self._turns: dict[str, Turn] = {}
+        # No turn of an earlier run survives it: what it left unfinished was cut off.
+        db.mark_interrupted()
 
     # --- begin ---------------------------------------------------------------------------
 
@@ -152,59 +143,111 @@ class Turns:
     async def call_tool(
         self, turn_id: str, name: str, arguments: dict[str, Any], call_id: str | None
     ) -> msgspec.Raw:
-        """Run one call of the model's; the result's JSON bytes (for the reply as they are)."""
+        """Run one call of the model's; the result's JSON bytes (for the reply as they are).
+
+        Raises:
+            DuplicateCallId: ``call_id`` is already running in this turn.
+            AuditUnavailable: the call's ``requested`` record could not be written.
+        """
         turn = self._get(turn_id)
         call_id = call_id or uuid.uuid4().hex[:12]
+        if call_id in turn.calls:
+            # Refused, not run: the second call would take over the first one's cancel scope.
+            raise DuplicateCallId(turn.id, call_id)
         binding = turn.bindings.get(name)
         started = time.monotonic()
-        audit = {
+        audit: dict[str, Any] = {
             "conversation_id": turn.conversation_id,
             "turn_id": turn.id,
             "call_id": call_id,
             "server": binding.server if binding else "",
             "tool": binding.tool if binding else "",
             "name": name,
-            "arguments_digest": _digest(arguments),
+            "arguments_digest": arguments_digest(arguments),
         }
         if binding is None:
             # The model made up a name: it gets a readable answer, the audit a denied call.
             self._record(audit, "deny", DecidedBy.POLICY, "unknown tool", started, None, True)
             known = ", ".join(sorted(turn.bindings)[:20]) or "none"
             return self._wire(
-                _error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
+                error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
             )
-        decision: Decision | None = None
-        result: dict[str, Any] | None = None
+        # Durable before anything is asked or sent; AuditUnavailable refuses the call.
+        audit["request_id"] = self._db.record_request(**audit)
+        decided: list[Decision] = []  # what _run decided: the audit's if the call is cancelled
         with anyio.CancelScope() as scope:
             turn.calls[call_id] = scope
             try:
-                decision = await self._authorize(
-                    turn, binding, name, arguments, call_id, self._store.settings
-                )
-                if not decision.allowed:
-                    self._record(
-                        audit, "deny", decision.decided_by, decision.reason, started, None, True
-                    )
-                    return self._wire(
-                        _error_result(f"The call was not approved: {decision.reason}")
-                    )
-                # The settings are read again after the decision, on purpose: a server
-                # disabled or removed while the user decided is not called.
-                call_with = self._store.settings
-                result = await self._call(turn, binding, arguments, call_id, call_with)
+                outcome = await self._run(turn, name, binding, arguments, call_id, decided)
             finally:
                 turn.calls.pop(call_id, None)
         if scope.cancelled_caught:
             # Cancelled before a decision (hooks running, user asked) is a deny by
             # cancellation; cancelled while running keeps who allowed it.
-            if decision is None or not decision.allowed:
-                self._record(audit, "deny", DecidedBy.CANCELLED, "cancelled", started, None, True)
-            else:
-                self._record(audit, "allow", decision.decided_by, "cancelled", started, None, True)
-            return self._wire(_error_result("The call was cancelled."))
-        assert decision is not None
-        assert result is not None
-        return self._finish(audit, decision, result, call_with.mcp.max_reply_bytes, started)
+            allowed = bool(decided) and decided[0].allowed
+            by = decided[0].decided_by if allowed else DecidedBy.CANCELLED
+            verdict = "allow" if allowed else "deny"
+            self._record(audit, verdict, by, "cancelled", started, None, True)
+            return self._wire(error_result("The call was cancelled."))
+        decision, result, limit = outcome
+        if not decision.allowed:
+            self._record(audit, "deny", decision.decided_by, decision.reason, started, None, True)
+            return self._wire(result)
+        return self._finish(audit, decision, result, limit, started)
+
+    async def _run(
+        self,
+        turn: Turn,
+        name: str,
+        binding: Binding,
+        arguments: dict[str, Any],
+        call_id: str,
+        decided: list[Decision],
+    ) -> tuple[Decision, dict[str, Any], int]:
+        """Decide the call under the policy of now, then make it: (decision, result, limit)."""
+        current = await self._current(turn, name, binding)
+        if isinstance(current, Decision):
+            return current, error_result(current.reason or ""), 0
+        decision = await self._authorize(
+            turn, current, name, arguments, call_id, self._store.settings
+        )
+        if not decision.allowed:
+            return decision, error_result(f"The call was not approved: {decision.reason}"), 0
+        decided.append(decision)
+        # Checked again after the decision, on purpose: a server disabled, removed or
+        # deselected, or a tool switched off, while the user decided is not called.
+        again = await self._current(turn, name, current)
+        if isinstance(again, Decision):
+            return again, error_result(again.reason or ""), 0
+        call_with = self._store.settings
+        result = await self._call(turn, again, arguments, call_id, call_with)
+        return decision, result, call_with.mcp.max_reply_bytes
+
+    async def _current(self, turn: Turn, name: str, binding: Binding) -> Binding | Decision:
+        """``binding`` under the settings and selection of now, or the policy's deny.
+
+        A server redefined since the turn began is asked for its tools again: the binding
+        holds, with the new definition's flags, if the tool is still there.
+        """
+        settings = self._store.settings
+        selection = self._db.get_conversation(turn.conversation_id).mcp_servers
+        gone = unbound(binding, settings, selection)
+        if gone is None and binding.definition != settings.servers[binding.server].connection_key():
+            config = settings.servers[binding.server]
+            try:
+                listing = await self._pool.using(
+                    turn.conversation_id, binding.server, config, list_tools, within=config.timeout
+                )
+            except ServerUnavailable as exc:
+                return Decision(False, DecidedBy.POLICY, call_failure_text(exc, binding.server))
+            fresh = rebind(binding, listing, config)
+            if isinstance(fresh, Binding):
+                turn.bindings[name] = fresh
+                return fresh
+            gone = fresh
+        if gone is None:
+            return binding
+        return Decision(False, DecidedBy.POLICY, gone)
 
     async def _authorize(
         self,
@@ -240,28 +283,13 @@ class Turns:
         started: float,
     ) -> msgspec.Raw:
         """Size-check the reply on its bytes, encoded once, audit it, and hand the bytes out."""
-        encoded = msgspec.json.encode(result)
-        size = len(encoded)
-        if size > limit:
-            result = _error_result(
-                f"The tool's reply was {size} bytes, over the limit of {limit} bytes, so "
-                "it was refused (not truncated). Ask for less: use the tool's pagination, "
-                "filtering or limit parameters if it has them."
-            )
+        result, encoded, size = refuse_oversized(result, limit)
         is_error = bool(result.get("isError"))
         self._record(audit, "allow", decision.decided_by, decision.reason, started, size, is_error)
-        return self._wire(result, encoded if size <= limit else None)
+        return self._wire(result, encoded)
 
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
-        """``result`` as JSON for the client, secrets redacted (``encoded``: its bytes, if known).
-
-        With no secrets configured the redactor hands the same object back and the bytes
-        already made are used; otherwise the redacted copy is encoded.
-        """
-        redacted = self._redact(result)
-        if encoded is None or redacted is not result:
-            encoded = msgspec.json.encode(redacted)
-        return msgspec.Raw(encoded)
+        return to_wire(self._redact, result, encoded)
 
     async def _call(
         self,
@@ -271,9 +299,7 @@ class Turns:
         call_id: str,
         settings: Settings,
     ) -> dict[str, Any]:
-        config = settings.servers.get(binding.server)
-        if config is None or not config.enabled:
-            return _error_result(f"The MCP server {binding.server} is no longer available.")
+        config = settings.servers[binding.server]  # _current checked it is there
 
         def progress(progress: float, total: float | None, message: str | None) -> None:
             self._bus.publish(
@@ -306,7 +332,7 @@ class Turns:
                 ),
             )
         except ServerUnavailable as exc:
-            return _error_result(call_failure_text(exc, binding.server))
+            return error_result(call_failure_text(exc, binding.server))
 
     def _record(
         self,

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import clip_redacted
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
+from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
 
 __all__ = [
@@ -95,6 +96,11 @@ def _safe_url(url: str | None) -> str:
 def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
     """(reason, plain message) for a connect/talk failure, with no Python internals."""
     exc = leaf(exc)
+    if isinstance(exc, LedgerUnwritable):
+        return (
+            "ledger_unwritable",
+            f"could not record the server's process, so it was stopped: {exc}",
+        )
     if isinstance(exc, FileNotFoundError):
         # Spawning reports a missing working directory as ENOENT too, naming the directory.
         if config.cwd is not None and exc.filename == os.path.expanduser(config.cwd):

@@ -19,7 +19,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.shared.message import SessionMessage
 
 from meworkd.base.lines import LineSplitter, Oversized
-from meworkd.base.procgroup import stop_process
+from meworkd.base.procgroup import kill_tree, open_group, process_tree, stop_process, untrack
 from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
@@ -64,16 +64,21 @@ async def open_stdio(
         PermissionError: the command is not executable.
     """
     assert config.command is not None
-    process = await anyio.open_process(
+    process = await open_group(
         [config.command, *config.args],
         stdin=PIPE,
         stdout=PIPE,
         stderr=PIPE,
         cwd=_expand_user(config.cwd),
         env=child_environment(environ, config.env),
-        start_new_session=True,
     )
-    on_spawn(process.pid)
+    try:
+        on_spawn(process.pid)
+    except BaseException:
+        # Not in the ledger (its write failed): stopped now, never left running untracked.
+        with anyio.CancelScope(shield=True):
+            await _stop(process, graceful=False)
+        raise
     assert process.stdin is not None
     assert process.stdout is not None
     reader = _PipeReader(process.stdout, on_stderr)
@@ -99,8 +104,16 @@ async def open_stdio(
         finally:
             with anyio.CancelScope(shield=True):
                 writer.close()
-                await stop_process(process, graceful=graceful())
+                await _stop(process, graceful=graceful())
             tg.cancel_scope.cancel()
+
+
+async def _stop(process: Process, *, graceful: bool) -> None:
+    """Stop the server's group, then what of its tree left the group (setsid, double forks)."""
+    tree = process_tree(process.pid)
+    await stop_process(process, graceful=graceful)
+    await kill_tree(tree)
+    untrack(process.pid)
 
 
 class _PipeReader:

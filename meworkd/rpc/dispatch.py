@@ -211,11 +211,17 @@ def _where(line: bytes) -> str:
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text (byte {exc.start})"
     try:
-        json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         return f"{exc.msg} at column {exc.colno}"
     except RecursionError:
         return "nested too deeply"
     except ValueError:  # e.g. an integer over Python's 4300-digit conversion limit
         return "a number is too large"
+    try:
+        # json accepts an escaped lone surrogate ("\ud800"); msgspec refuses it, rightly: it
+        # is no Unicode character. Said so, not as msgspec's "truncated" or a number's fault.
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "a string holds a lone UTF-16 surrogate escape (such as \\ud800), not text"
     return "a value is out of range (a number too large for JSON-RPC)"

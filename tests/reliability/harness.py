@@ -42,6 +42,8 @@ import psutil
 from mework_client import Client
 from mework_client.aio import AsyncClient, connect
 
+from meworkd.mcp.ledger import PidLedger
+
 __all__ = [
     "BOUND",
     "ENVDUMP",
@@ -234,7 +236,8 @@ class DaemonProc:
 
     def ledger(self) -> dict[str, Any]:
         try:
-            return dict(json.loads((self.state_dir / "children.json").read_text()))
+            path = PidLedger(self.state_dir / "children.json", owner=str(self.socket)).path
+            return dict(json.loads(path.read_text()))
         except FileNotFoundError:
             return {}
 

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from meworkd.base.procgroup import close_process
+from meworkd.base.procgroup import close_process, open_group
 from meworkd.settings import (
     PERMISSION_HOOKS_PATH,
     HookCommand,
@@ -30,6 +30,7 @@ __all__ = [
     "EVENT_NAME",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTPUT_BYTES",
+    "PERMISSION_MODES",
     "HookOutcome",
     "HookVerdict",
     "PermissionRequest",
@@ -60,7 +61,7 @@ class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
     conversation_id: str
     tool_name: str
     tool_input: dict[str, Any]
-    permission_mode: str
+    permission_mode: str  # meworkd's approval level; the payload maps it to Claude Code's
     server: str
     tool: str
     cwd: str = ""
@@ -214,8 +215,7 @@ async def _run_one(
         # Shielded: a spawn cancelled halfway kills only the shell, and what it already started
         # would escape; once spawned, the finally below kills the whole group instead.
         with anyio.CancelScope(shield=True):
-            argv = ["/bin/sh", "-c", _expand_home(hook.command)]
-            process = await anyio.open_process(argv, cwd=cwd, start_new_session=True)
+            process = await open_group(["/bin/sh", "-c", _expand_home(hook.command)], cwd=cwd)
     except OSError as exc:
         return HookOutcome(
             command=hook.command,
@@ -271,6 +271,16 @@ async def _is_dir(path: str) -> bool:
         return False
 
 
+# Claude Code's permission_mode for each approval level: hooks written for it read these values.
+# An unknown level maps to "default" (the mode that asks).
+PERMISSION_MODES = {
+    "request_approval": "default",
+    "allow_edits": "acceptEdits",
+    "plan": "plan",
+    "full_access": "bypassPermissions",
+}
+
+
 def _payload(request: PermissionRequest) -> bytes:
     return msgspec.json.encode(
         {
@@ -278,7 +288,8 @@ def _payload(request: PermissionRequest) -> bytes:
             "session_id": request.conversation_id,
             "tool_name": request.tool_name,
             "tool_input": request.tool_input,
-            "permission_mode": request.permission_mode,
+            "permission_mode": PERMISSION_MODES.get(request.permission_mode, "default"),
+            "approval_level": request.permission_mode,
             "cwd": request.cwd,
             "mcp_server": request.server,
             "mcp_tool": request.tool,

@@ -1,0 +1,251 @@
+"""The tool-call audit log, a part of the state database: requests at once, outcomes in batches.
+
+A call's ``requested`` record is written before the call is sent (:meth:`AuditLog.record_request`;
+if it cannot be, the call is refused); its outcome, like any other entry, is written by
+:meth:`AuditLog.run_audit_writer` while that runs, in one transaction per batch, after the reply
+that caused it has left: a tool call does not wait for its own outcome record. A crash loses at
+most the outcomes of the last batch; the next start marks what was left ``requested`` as
+``interrupted`` (:meth:`AuditLog.mark_interrupted`).
+"""
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from meworkd.base.errors import AuditUnavailable
+from meworkd.base.log import get_logger
+
+__all__ = ["AUDIT_BATCH_DELAY", "INTERRUPTED", "REQUESTED", "AuditEntry", "AuditLog", "now_iso"]
+
+AUDIT_BATCH_DELAY = 0.02  # seconds; a crash may lose outcomes this recent, never a request
+REQUESTED = "requested"  # the decision of a call whose outcome is not written yet
+INTERRUPTED = "interrupted"  # ... and of one whose daemon stopped before it could be
+
+log = get_logger("meworkd.state")
+
+
+def now_iso(timestamp: float | None = None) -> str:
+    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    conversation_id: str
+    turn_id: str
+    call_id: str | None
+    server: str
+    tool: str
+    name: str
+    arguments_digest: str
+    decision: str
+    decided_by: str
+    reason: str | None
+    duration_ms: float | None
+    reply_bytes: int | None
+    is_error: bool | None
+    # The call's ``requested`` record (record_request), which this outcome completes.
+    request_id: int | None = None
+
+
+_REQUEST_COLUMNS = (
+    "time, conversation_id, turn_id, call_id, server, tool, name, arguments_digest, decision, "
+    "decided_by"
+)
+
+
+def _outcome(entry: AuditEntry) -> tuple[Any, ...]:
+    is_error = None if entry.is_error is None else int(entry.is_error)
+    return (
+        entry.decision,
+        entry.decided_by,
+        entry.reason,
+        entry.duration_ms,
+        entry.reply_bytes,
+        is_error,
+    )
+
+
+class AuditLog:
+    """The audit methods of :class:`meworkd.core.state.StateDB`, over its connection."""
+
+    path: Path
+    _db: sqlite3.Connection
+    _audit_pending: list[tuple[float, AuditEntry]]
+    _audit_wake: anyio.Event | None  # set while run_audit_writer runs
+
+    def record_request(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        call_id: str,
+        server: str,
+        tool: str,
+        name: str,
+        arguments_digest: str,
+    ) -> int:
+        """Write a call's ``requested`` record now, before it is sent; its id for the outcome.
+
+        Raises:
+            AuditUnavailable: it could not be written (disk full, read-only, damaged): the
+                call must not run (fail closed).
+        """
+        try:
+            cursor = self._db.execute(
+                f"INSERT INTO audit ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
+                (
+                    now_iso(),
+                    conversation_id,
+                    turn_id,
+                    call_id,
+                    server,
+                    tool,
+                    name,
+                    arguments_digest,
+                    REQUESTED,
+                ),
+            )
+        except sqlite3.Error as exc:
+            log.error("audit.request_write_failed", error=str(exc))
+            raise AuditUnavailable(
+                "meworkd cannot write its audit log, so it refuses tool calls until it can "
+                f"(free disk space or repair {self.path.name}): {exc}"
+            ) from None
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def mark_interrupted(self) -> int:
+        """Close the records an earlier run left ``requested`` (it stopped mid-call); how many.
+
+        Those calls were waiting for approval or running when their daemon died: their outcome
+        is unknown, and nothing of that run is still waiting or running now.
+        """
+        cursor = self._db.execute(
+            "UPDATE audit SET decision = ?, decided_by = ?, reason = ? WHERE decision = ?",
+            (
+                INTERRUPTED,
+                INTERRUPTED,
+                "meworkd stopped while the call was waiting for approval or running",
+                REQUESTED,
+            ),
+        )
+        if cursor.rowcount:
+            log.warning("audit.interrupted_calls", count=cursor.rowcount)
+        return cursor.rowcount
+
+    def record(self, entry: AuditEntry) -> None:
+        """Add ``entry`` to the audit log: now, or by the audit writer once it runs."""
+        self._audit_pending.append((time.time(), entry))
+        if self._audit_wake is None:
+            self.flush_audit()
+        else:
+            self._audit_wake.set()
+
+    async def run_audit_writer(
+        self,
+        *,
+        batch_delay: float = AUDIT_BATCH_DELAY,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Write recorded entries in batches until cancelled, then write what is left.
+
+        A batch is written ``batch_delay`` seconds after its first entry: one transaction for
+        all the calls of that moment instead of one per call.
+        """
+        try:
+            self._audit_wake = anyio.Event()
+            task_status.started()
+            while True:
+                await self._audit_wake.wait()
+                if batch_delay > 0:
+                    await anyio.sleep(batch_delay)
+                self._audit_wake = anyio.Event()
+                self._flush_audit_or_log()
+        finally:
+            self._audit_wake = None
+            self._flush_audit_or_log()
+
+    def _flush_audit_or_log(self) -> None:
+        # A failing write (disk full, a damaged database) costs that batch, not the daemon.
+        count = len(self._audit_pending)
+        try:
+            self.flush_audit()
+        except sqlite3.Error as exc:
+            log.error("audit.write_failed", entries=count, error=str(exc))
+
+    def flush_audit(self) -> None:
+        pending, self._audit_pending = self._audit_pending, []
+        if not pending:
+            return
+        inserts = [
+            (
+                now_iso(stamp),
+                entry.conversation_id,
+                entry.turn_id,
+                entry.call_id,
+                entry.server,
+                entry.tool,
+                entry.name,
+                entry.arguments_digest,
+                *_outcome(entry),
+            )
+            for stamp, entry in pending
+            if entry.request_id is None
+        ]
+        updates = [
+            (*_outcome(entry), entry.request_id)
+            for _stamp, entry in pending
+            if entry.request_id is not None
+        ]
+        self._db.execute("BEGIN")  # one transaction for the batch
+        try:
+            self._db.executemany(
+                f"INSERT INTO audit ({_REQUEST_COLUMNS}, reason, duration_ms, reply_bytes, "
+                "is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                inserts,
+            )
+            self._db.executemany(
+                "UPDATE audit SET decision = ?, decided_by = ?, reason = ?, duration_ms = ?, "
+                "reply_bytes = ?, is_error = ? WHERE id = ?",
+                updates,
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def audit(self, conversation_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        self.flush_audit()
+        query = "SELECT * FROM audit"
+        args: tuple[Any, ...] = ()
+        if conversation_id is not None:
+            query += " WHERE conversation_id = ?"
+            args = (conversation_id,)
+        query += " ORDER BY id DESC LIMIT ?"
+        rows = self._db.execute(query, (*args, max(1, min(limit, 10_000)))).fetchall()
+        return [
+            {
+                "id": r["id"],
+                "time": r["time"],
+                "conversationId": r["conversation_id"],
+                "turnId": r["turn_id"],
+                "callId": r["call_id"],
+                "server": r["server"],
+                "tool": r["tool"],
+                "name": r["name"],
+                "argumentsDigest": r["arguments_digest"],
+                "decision": r["decision"],
+                "decidedBy": r["decided_by"] or None,  # None while only requested
+                "reason": r["reason"],
+                "durationMs": r["duration_ms"],
+                "replyBytes": r["reply_bytes"],
+                "isError": None if r["is_error"] is None else bool(r["is_error"]),
+            }
+            for r in reversed(rows)
+        ]
