@@ -233,7 +233,10 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
         # (a policy field: applied without reconnecting).
         entry["timeoutSeconds"] = STARTUP_TIMEOUT
     try:
-        async with d.connect() as client:
+        async with d.connect() as client, d.connect() as watcher:
+            # The server may write its last stderr line after meworkd has answered the call:
+            # the check below waits for that line's event instead of racing it.
+            await watcher.subscribe(["server.log"])
             await call(client, "servers.add", {"name": name, "server": entry})
             healthy = await call(client, "turns.begin", {"conversationId": HEALTHY_CONV})
             echo = bound_name(healthy, "healthy", "echo")
@@ -309,6 +312,12 @@ async def test_server_fault(fault_daemon: DaemonProc, fault: Fault) -> None:
                 assert meanwhile >= 1, "the healthy conversation did not answer meanwhile"
             await echo_healthy("after")
             if fault.stderr_expect is not None:
+                expected = fault.stderr_expect
+                with anyio.fail_after(10):
+                    while True:
+                        _topic, logged = await watcher.next_event("server.log")
+                        if logged.get("server") == name and expected in logged.get("line", ""):
+                            break
                 logs = await call(client, "servers.logs", {"name": name})
                 lines = [entry["line"] for entry in logs["lines"]]
                 assert any(fault.stderr_expect in line for line in lines), lines[-20:]
