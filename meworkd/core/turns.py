@@ -2,11 +2,10 @@
 
 ``begin`` lists the selected servers' tools concurrently and binds each under its stable
 model-facing name (:mod:`meworkd.core.catalog`); ``call_tool`` resolves a binding, applies
-approvals, calls the server with the original name and returns its reply minus every ``_meta``,
-refused (not truncated) when too large, as the bytes of the JSON-RPC result. Each call is decided
-under the policy of the moment it is made: the settings, selection and level of now, not of the
-turn's start. Failures that the model should read come back as ``isError`` results; a malformed
-call (unknown or ended turn, a callId already running) is an error of the request itself.
+approvals, calls the server with the original name and returns its reply minus every ``_meta``
+(refused, not truncated, when too large) as the bytes of the JSON-RPC result. Each call obeys
+the policy of now (settings, selection, level), not of the turn's start. What the model should
+read is an ``isError`` result; a malformed call (unknown or ended turn, a running callId) fails.
 """
 
 import time
