@@ -19,6 +19,7 @@ from mework_client import RpcError
 from mework_client.aio import connect
 
 from meworkd.base.log import REDACTED, Redactor
+from meworkd.core.catalog import shown_name, tool_name
 from meworkd.settings import is_secret_name, masked_entry, parse_server, secret_values
 from tests.daemon_helpers import (
     BOUND,
@@ -255,6 +256,21 @@ async def test_a_masked_value_sent_back_keeps_the_stored_secret(short_tmp: Path)
         assert REDACTED not in text
 
 
+def test_shown_names_keep_secrets_out_of_the_slugs_only() -> None:
+    redactor = Redactor()
+    redactor.update(["Tok_Secret_9f8e7d6c5b4a39281706", "abc-def-secret"])
+    plain = ("github", "read_file")
+    assert shown_name(*plain, redactor.redact) == tool_name(*plain)  # the naming contract
+    long = shown_name("github", "get_Tok_Secret_9f8e7d6c5b4a39281706", redactor.redact)
+    assert long.startswith("mcp__github_")
+    assert "__get-redacted__" in long
+    folded = shown_name("github", "ABC_DEF_SECRET", redactor.redact)  # only folding spells it
+    assert "__redacted__" in folded
+    assert "abc-def" not in folded
+    # The digests stay the originals': two tools differing only in a secret stay two names.
+    assert folded != shown_name("github", "abc_def_secret", redactor.redact)
+
+
 # --- secrets never leave ------------------------------------------------------------------------
 
 
@@ -267,6 +283,27 @@ async def test_secrets_as_keys_are_redacted(short_tmp: Path) -> None:
         assert reply["structuredContent"] == {REDACTED: True}
         for value in (turn, reply, await c.call("servers.test", {"name": "e"})):
             assert PAT not in json.dumps(value)
+
+
+async def test_a_tool_named_after_a_secret_is_bound_without_it(short_tmp: Path) -> None:
+    # Longer than a tool slug and changed by folding: neither the secret, nor its folded form,
+    # nor the prefix a cut would keep may reach the model, the reply or the audit.
+    secret = "Ghp_Tool_Secret_7c3e9a1f5b2d8e40"
+    servers = {"e": envdump("--tool-named-env", "TOOL_TOKEN", env={"TOOL_TOKEN": secret})}
+    async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+        turn = await begin_turn(c, ["e"])
+        name = bound(turn, "e", REDACTED)  # the reply's bindings name the tool redacted
+        assert name in {t["name"] for t in turn["tools"]}
+        assert "__redacted__" in name
+        reply = await call_tool(c, turn, "e", REDACTED)  # still reaches the real tool
+        assert not reply.get("isError")
+        assert json.loads(text_of(reply)) == "named"
+        audit = await c.call("audit.list", {"conversationId": turn["conversationId"]})
+        assert [e["name"] for e in audit["entries"]] == [name]
+        for value in (turn, reply, audit):
+            dumped = json.dumps(value).lower()
+            assert "ghp" not in dumped, value
+            assert "7c3e9a1f" not in dumped, value
 
 
 async def test_expanded_url_parts_and_defaults_never_leave(short_tmp: Path) -> None:

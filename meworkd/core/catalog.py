@@ -2,15 +2,17 @@
 
 Names follow ``mcp__<server-slug>_<digest>__<tool-slug>__<digest>``, a pure function of the
 original (server, tool) names, so they are stable across turns, reloads and restarts;
-:func:`bind_names` reports, never shadows, the rare collision. Everything here is synchronous
-and pure: :func:`bind` turns the servers' listings and a settings snapshot into a turn's catalog.
+:func:`bind_names` reports, never shadows, the rare collision. A known secret in a name is
+replaced in its slugs (:func:`shown_name`): the model must never read one. Everything here is
+synchronous and pure: :func:`bind` turns the servers' listings and a settings snapshot into a
+turn's catalog.
 """
 
 import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = [
     "bind_names",
     "digest",
     "rebind",
+    "shown_name",
     "slug",
     "system_prompt",
     "tool_name",
@@ -45,6 +48,11 @@ DIGEST_LENGTH = 6
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 _OUTSIDE_SLUG = re.compile(r"[^a-z0-9]+")
+# What a slug holding a secret becomes (its digest still tells the originals apart).
+_SECRET_SLUG = "redacted"
+
+# Secrets out of a text (the daemon's redactor); the identity where none are known.
+RedactText = Callable[[str], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +82,36 @@ def digest(s: str) -> str:
     return hashlib.sha256(data).hexdigest()[:DIGEST_LENGTH]
 
 
+def _name(server: str, tool: str, server_slug: str, tool_slug: str) -> str:
+    return f"mcp__{server_slug}_{digest(server)}__{tool_slug}__{digest(tool)}"
+
+
 @functools.lru_cache(maxsize=65536)
 def tool_name(server: str, tool: str) -> str:
     """The model-facing name of ``tool`` on ``server`` (at most 62 characters)."""
-    return (
-        f"mcp__{slug(server, SERVER_SLUG_LENGTH)}_{digest(server)}"
-        f"__{slug(tool, TOOL_SLUG_LENGTH)}__{digest(tool)}"
-    )
+    return _name(server, tool, slug(server, SERVER_SLUG_LENGTH), slug(tool, TOOL_SLUG_LENGTH))
+
+
+def _shown_slug(s: str, n: int, redact: RedactText) -> str:
+    # Redacted before it is folded and cut: a slug is a transformed copy the redactor cannot
+    # recognise afterwards, and a cut would leave a secret's prefix. Checked again after, for
+    # a secret that only the folding spelled out.
+    folded = slug(redact(s), n)
+    return folded if redact(folded) == folded else _SECRET_SLUG
+
+
+def shown_name(server: str, tool: str, redact: RedactText) -> str:
+    """:func:`tool_name`, with every secret ``redact`` knows kept out of the slugs.
+
+    The digests stay those of the originals, so names differing only in a secret stay
+    distinct; without a secret in either name this is exactly :func:`tool_name`.
+    """
+    if redact(server) == server and redact(tool) == tool:
+        name = tool_name(server, tool)
+        if redact(name) == name:
+            return name
+    server_slug = _shown_slug(server, SERVER_SLUG_LENGTH, redact)
+    return _name(server, tool, server_slug, _shown_slug(tool, TOOL_SLUG_LENGTH, redact))
 
 
 def was_truncated(server: str, tool: str) -> bool:
@@ -100,16 +131,17 @@ def was_shortened(server: str, tool: str) -> bool:
 
 
 def bind_names(
-    pairs: Iterable[tuple[str, str]],
+    pairs: Iterable[tuple[str, str]], redact: RedactText | None = None
 ) -> tuple[dict[str, tuple[str, str]], list[Collision]]:
     """Bind (server, tool) pairs in the given order; a later pair whose name is taken is reported.
 
     Callers pass the pairs sorted by (server, tool) so the survivor of a collision is stable.
+    With ``redact``, each name is a :func:`shown_name`: no known secret in it.
     """
     bound: dict[str, tuple[str, str]] = {}
     collisions: list[Collision] = []
     for server, tool in pairs:
-        name = tool_name(server, tool)
+        name = tool_name(server, tool) if redact is None else shown_name(server, tool, redact)
         holder = bound.get(name)
         if holder is None:
             bound[name] = (server, tool)
@@ -140,8 +172,16 @@ class Catalog:
     problems: list[dict[str, str]]
 
 
-def bind(servers: list[str], listings: dict[str, list[ToolInfo]], settings: Settings) -> Catalog:
-    """Bind the enabled tools of ``servers`` (in that order) under their model-facing names."""
+def bind(
+    servers: list[str],
+    listings: dict[str, list[ToolInfo]],
+    settings: Settings,
+    redact: RedactText | None = None,
+) -> Catalog:
+    """Bind the enabled tools of ``servers`` (in that order) under their model-facing names.
+
+    ``redact`` keeps secrets out of the names; the bindings keep the real names for the calls.
+    """
     pairs: list[tuple[str, str]] = []
     by_pair: dict[tuple[str, str], ToolInfo] = {}
     for server in servers:
@@ -151,7 +191,7 @@ def bind(servers: list[str], listings: dict[str, list[ToolInfo]], settings: Sett
                 continue
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
-    bound, collisions = bind_names(pairs)
+    bound, collisions = bind_names(pairs, redact)
     definitions = {server: settings.servers[server].connection_key() for server in servers}
     bindings: dict[str, Binding] = {}
     for name, (server, tool_name_) in bound.items():

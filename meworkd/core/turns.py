@@ -90,7 +90,7 @@ class Turns:
             bindings, tools = dict(parent.bindings), list(parent.tools)
         else:
             listings = await self._discover(conversation_id, selected, settings, failures)
-            catalog = bind(selected, listings, settings)
+            catalog = bind(selected, listings, settings, lambda s: str(self._redact(s)))
             bindings, tools = catalog.bindings, catalog.tools
             failures += catalog.problems
         turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id)

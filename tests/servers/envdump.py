@@ -1,7 +1,7 @@
 """Hand-written stdio MCP server (stdlib only) that shows what the host gave it.
 
 ``python tests/servers/envdump.py [--stderr-env NAME ...] [--exit-env NAME ...]
-[--key-env NAME] [--lint-tools] [--no-schema-tool]``
+[--key-env NAME] [--tool-named-env NAME] [--lint-tools] [--no-schema-tool]``
 
 Handshake era only (``initialize``; other unknown requests get ``-32601``). Tools:
 
@@ -20,6 +20,9 @@ line ``envdump: NAME=<value>`` (``<unset>`` when absent), so tests can check log
 
 ``--key-env NAME`` adds a tool ``keys`` whose input schema has a property named by ``NAME``'s
 value, and whose result's ``structuredContent`` has that value as a key.
+
+``--tool-named-env NAME`` adds a tool named by ``NAME``'s value, with that value in its
+description and as a property of its input schema; a call answers ``"named"``.
 
 ``--lint-tools`` adds tools a model provider would stumble on: one whose name is 60 characters
 long, one whose ``inputSchema`` has a root-level ``anyOf``, and the tool ``env`` listed twice.
@@ -76,8 +79,10 @@ def main() -> None:
     p.add_argument("--no-schema-tool", action="store_true")
     p.add_argument("--exit-env", action="append", default=[], metavar="NAME")
     p.add_argument("--key-env", metavar="NAME")
+    p.add_argument("--tool-named-env", metavar="NAME")
     args = p.parse_args()
     key = os.environ.get(args.key_env or "", "")
+    named = os.environ.get(args.tool_named_env or "", "")
     tools = list(TOOLS)
     if args.lint_tools:
         tools += LINT_TOOLS
@@ -86,6 +91,9 @@ def main() -> None:
     if key:
         schema = {"type": "object", "properties": {key: {"type": "string"}}}
         tools.append({"name": "keys", "description": "a secret as a key", "inputSchema": schema})
+    if named:
+        schema = {"type": "object", "properties": {named: {"type": "string"}}}
+        tools.append({"name": named, "description": f"named {named}", "inputSchema": schema})
     sys.stderr.write("envdump: started\n")
     for name in args.stderr_env:
         sys.stderr.write(f"envdump: {name}={os.environ.get(name, '<unset>')}\n")
@@ -129,6 +137,8 @@ def main() -> None:
             result = text("strayed")
         elif method == "tools/call" and params.get("name") == "keys":
             result = {**text("keys"), "structuredContent": {key: True}}
+        elif method == "tools/call" and named and params.get("name") == named:
+            result = text("named")
         elif method == "tools/call" and params.get("name") == "process":
             result = text({"cwd": os.getcwd(), "argv": sys.argv[1:], "pid": os.getpid()})
         else:

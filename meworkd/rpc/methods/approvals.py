@@ -26,4 +26,5 @@ async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str,
 
 @group.add("audit.list", AuditParams)
 async def audit(s: Services, _conn: Connection, p: AuditParams) -> dict[str, Any]:
-    return {"entries": s.live().state.audit(p.conversation_id, p.limit)}
+    # A server's tool name may carry a secret given to it; the audit keeps the real name.
+    return {"entries": s.redactor.redact_value(s.live().state.audit(p.conversation_id, p.limit))}
