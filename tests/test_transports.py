@@ -86,13 +86,16 @@ async def test_stdio_command_args_cwd_and_a_safe_environment(short_tmp: Path) ->
             reply = await call_tool(c, turn, "e", "env")
             assert CANARY not in json.dumps(reply)
             child_env = json.loads(text_of(reply))
-            # Nothing but the safe part of the daemon's environment plus the entry's env.
+            # Nothing but the safe part of the daemon's environment plus the entry's env, and the
+            # session's marker (its helpers are told apart from other sessions' by it).
             unexpected = {
                 k
                 for k in child_env
-                if k not in SAFE | {"FROM_ENTRY", "PLAIN"} and not k.startswith(("LC_", "XDG_"))
+                if k not in SAFE | {"FROM_ENTRY", "PLAIN", "MEWORKD_SESSION"}
+                and not k.startswith(("LC_", "XDG_"))
             }
             assert unexpected == set(), child_env
+            assert len(child_env["MEWORKD_SESSION"]) == 32, child_env
             for key in (*SAFE, "LC_TIME", "XDG_RUNTIME_DIR"):
                 assert child_env[key] == environ[key], key
             # A value from ${VAR} is a secret: the RPC reply shows it redacted; a plain value

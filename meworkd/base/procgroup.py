@@ -9,6 +9,8 @@ A helper that leaves the group (``setsid``) or double-forks escapes a group kill
 whole tree is taken from ``/proc`` before it is stopped and killed by pid afterwards, and the
 daemon is a child subreaper (:func:`become_subreaper`), so what a dying process leaves behind
 becomes the daemon's child (killed and reaped with the session it came from) instead of init's.
+Which session an adopted helper came from is read from its environment (:data:`SESSION_VAR`, set
+for every server started); one that cleared its environment is attributed by start time.
 """
 
 import ctypes
@@ -22,6 +24,7 @@ import anyio
 from anyio.abc import Process
 
 __all__ = [
+    "SESSION_VAR",
     "SIGTERM_GRACE",
     "STDIN_EOF_GRACE",
     "Tree",
@@ -109,6 +112,11 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 _REAP_BOUND = 2.0  # seconds for SIGKILLed processes to die before they are left to later sweeps
 
+# Tags a server's environment with its session's random id; helpers inherit it, which tells
+# whose an adopted helper is when several sessions run (start times alone cannot).
+SESSION_VAR = "MEWORKD_SESSION"
+_SESSION_PREFIX = SESSION_VAR.encode() + b"="
+
 # Processes of a tree: pid -> start time (clock ticks since boot), so a reused pid is never hit.
 Tree = dict[int, int]
 
@@ -177,12 +185,14 @@ def untrack(pid: int) -> None:
     _started.pop(pid, None)
 
 
-def process_tree(root: int) -> Tree:
+def process_tree(root: int, session: str | None = None) -> Tree:
     """What stopping ``root`` must also stop: its descendants, whatever group or session.
 
-    As a subreaper this process also adopted the helpers whose parent exited (double forks);
-    an adopted one counts as ``root``'s when no other child of ours that still runs was
-    started before it, so another session's helper is never taken for this one's.
+    As a subreaper this process also adopted the helpers whose parent exited (double forks).
+    An adopted one whose environment names a session (:data:`SESSION_VAR`) is ``root``'s
+    exactly when that is ``session``; one without (it cleared its environment, or it cannot be
+    read) counts as ``root``'s when no other child of ours that still runs was started before
+    it, so another session's helper is never taken for this one's.
     """
     table = _processes()
     children: dict[int, list[int]] = {}
@@ -194,7 +204,13 @@ def process_tree(root: int) -> Tree:
         others = [start for pid, start in _started.items() if pid != root]
         for pid in children.get(os.getpid(), []):
             start = table[pid][2]
-            if pid not in _started and start >= since and all(o > start for o in others):
+            if pid in _started:
+                continue
+            tag = _session_of(pid)
+            if tag is not None:
+                if tag == session:
+                    roots.append(pid)
+            elif start >= since and all(o > start for o in others):
                 roots.append(pid)
     tree: Tree = {}
     while roots:
@@ -203,6 +219,18 @@ def process_tree(root: int) -> Tree:
             tree[pid] = table[pid][2]
         roots += [child for child in children.get(pid, []) if child not in tree]
     return tree
+
+
+def _session_of(pid: int) -> str | None:
+    """The session ``pid``'s environment names, or None (none, gone, or not ours to read)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    for entry in environ.split(b"\0"):
+        if entry.startswith(_SESSION_PREFIX):
+            return entry[len(_SESSION_PREFIX) :].decode("ascii", "replace")
+    return None
 
 
 def orphans() -> Tree:

@@ -7,6 +7,7 @@ line sizes, and non-JSON stdout lines reported instead of passed on as exception
 
 import contextlib
 import os
+import secrets
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -19,7 +20,14 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.shared.message import SessionMessage
 
 from meworkd.base.lines import LineSplitter, Oversized
-from meworkd.base.procgroup import kill_tree, open_group, process_tree, stop_process, untrack
+from meworkd.base.procgroup import (
+    SESSION_VAR,
+    kill_tree,
+    open_group,
+    process_tree,
+    stop_process,
+    untrack,
+)
 from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
@@ -64,53 +72,56 @@ async def open_stdio(
         PermissionError: the command is not executable.
     """
     assert config.command is not None
+    # Set last so an entry's ``env`` cannot take another session's helpers for its own.
+    session = secrets.token_hex(16)
     process = await open_group(
         [config.command, *config.args],
         stdin=PIPE,
         stdout=PIPE,
         stderr=PIPE,
         cwd=_expand_user(config.cwd),
-        env=child_environment(environ, config.env),
+        env=child_environment(environ, config.env) | {SESSION_VAR: session},
     )
     try:
         on_spawn(process.pid)
     except BaseException:
         # Not in the ledger (its write failed): stopped now, never left running untracked.
         with anyio.CancelScope(shield=True):
-            await _stop(process, graceful=False)
+            await _stop(process, session, graceful=False)
         raise
     assert process.stdin is not None
     assert process.stdout is not None
     reader = _PipeReader(process.stdout, on_stderr)
     writer = _PipeWriter(process.stdin, reader)
 
-    async def stderr_reader(stream: ByteReceiveStream) -> None:
-        splitter = LineSplitter(8192)
-        try:
-            async for chunk in stream:
-                for line in splitter.feed(chunk):
-                    if isinstance(line, Oversized):
-                        on_stderr(f"[meworkd] (a {line.size}-byte stderr line was cut)")
-                    else:
-                        on_stderr(line.decode("utf-8", "replace").rstrip("\r"))
-        except STREAM_CLOSED:
-            pass
-
     async with anyio.create_task_group() as tg:
         assert process.stderr is not None
-        tg.start_soon(stderr_reader, process.stderr)
+        tg.start_soon(_read_stderr, process.stderr, on_stderr)
         try:
             yield reader, writer, process
         finally:
             with anyio.CancelScope(shield=True):
                 writer.close()
-                await _stop(process, graceful=graceful())
+                await _stop(process, session, graceful=graceful())
             tg.cancel_scope.cancel()
 
 
-async def _stop(process: Process, *, graceful: bool) -> None:
+async def _read_stderr(stream: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
+    splitter = LineSplitter(8192)
+    try:
+        async for chunk in stream:
+            for line in splitter.feed(chunk):
+                if isinstance(line, Oversized):
+                    on_stderr(f"[meworkd] (a {line.size}-byte stderr line was cut)")
+                else:
+                    on_stderr(line.decode("utf-8", "replace").rstrip("\r"))
+    except STREAM_CLOSED:
+        pass
+
+
+async def _stop(process: Process, session: str, *, graceful: bool) -> None:
     """Stop the server's group, then what of its tree left the group (setsid, double forks)."""
-    tree = process_tree(process.pid)
+    tree = process_tree(process.pid, session)
     await stop_process(process, graceful=graceful)
     await kill_tree(tree)
     untrack(process.pid)

@@ -3,7 +3,8 @@
 * A call that was running and one that waited for approval when the daemon was SIGKILLed are in
   the audit after the next start, marked ``interrupted``.
 * A server's helpers that leave its process group (``setsid``) or double-fork are stopped, and
-  reaped, when the session closes: the daemon is a child subreaper.
+  reaped, when the session closes: the daemon is a child subreaper. With several sessions, each
+  double-forked helper goes with its own session (its environment names it), not the oldest.
 * Two daemons that share a state directory by mistake never stop each other's children: each
   one's pid ledger names its owner.
 * A child whose ledger entry cannot be written is stopped at once, not left running untracked.
@@ -130,6 +131,47 @@ async def test_helpers_that_leave_the_group_stop_with_their_session(
         await wait_until("the helpers are reaped", reaped)
     assert d.stop() == 0
     figures.record("trust", escaped_helpers_stopped=len(helpers))
+
+
+# A server that double-forks one helper and calls setsid in it (re-parented to the daemon at
+# once); the helper's pid goes to a file named after the server's pid, one per session.
+DOUBLE_FORKING = """
+(setsid sh -c 'echo $$ > "$0"; exec sleep 1002' "$1/double.$$" &)
+while [ ! -s "$1/double.$$" ]; do sleep 0.01; done
+exec "$2" "$3"
+"""
+
+
+async def test_each_double_forked_helper_stops_with_its_own_session(
+    spawn_daemon: Callable[..., DaemonProc],
+) -> None:
+    d = spawn_daemon()
+    entry = {
+        "command": "/bin/sh",
+        "args": ["-c", DOUBLE_FORKING, "sh", str(d.root), PY, KITCHEN],
+        "env": {MARK_VAR: new_mark()},
+        "timeoutSeconds": 10,
+    }
+    d.write_settings({"k": entry})
+    d.start()
+    async with d.connect() as client:
+        turns: list[dict[str, Any]] = []
+        helpers: list[int] = []
+        for _ in range(2):  # one after the other, so which helper is whose is known
+            turns.append(await begin(client, ["k"]))
+            (pid,) = {int(f.read_text()) for f in d.root.glob("double.*")} - set(helpers)
+            helpers.append(pid)
+        older, newer = helpers
+        assert all(alive(pid) and psutil.Process(pid).ppid() == d.pid for pid in helpers)
+        # The newer session closes first: a start-time guess would leave its helper running.
+        await call(client, "conversations.delete", {"id": turns[1]["conversationId"]})
+        await wait_until("the newer session's helper is stopped", lambda: not alive(newer))
+        await wait_until("... and reaped", lambda: not psutil.pid_exists(newer))
+        assert alive(older)
+        await call(client, "conversations.delete", {"id": turns[0]["conversationId"]})
+        await wait_until("the older session's helper is stopped", lambda: not alive(older))
+        await wait_until("... and reaped", lambda: not psutil.pid_exists(older))
+    assert d.stop() == 0
 
 
 async def test_daemons_sharing_a_state_dir_never_stop_each_others_children(
