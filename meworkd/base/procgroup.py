@@ -27,6 +27,7 @@ __all__ = [
     "SESSION_VAR",
     "SIGTERM_GRACE",
     "STDIN_EOF_GRACE",
+    "STREAM_ERRORS",
     "Tree",
     "become_subreaper",
     "close_process",
@@ -44,7 +45,8 @@ __all__ = [
 STDIN_EOF_GRACE = 1.0  # seconds a child gets to exit on its own once stdin closes
 SIGTERM_GRACE = 1.5  # then SIGTERM to the group, then SIGKILL
 _EXIT_POLL = 0.01
-_STREAM_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+# A pipe or stream the other side closed (or that we closed).
+STREAM_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
@@ -76,7 +78,7 @@ async def stop_process(process: Process, *, graceful: bool = True) -> None:
     try:
         if process.stdin is not None:
             await process.stdin.aclose()
-    except _STREAM_ERRORS:
+    except STREAM_ERRORS:
         pass
     if not await _exited(process, STDIN_EOF_GRACE):
         kill_group(process.pid, signal.SIGTERM)
@@ -89,7 +91,7 @@ async def stop_process(process: Process, *, graceful: bool = True) -> None:
         try:
             if stream is not None:
                 await stream.aclose()
-        except _STREAM_ERRORS:
+        except STREAM_ERRORS:
             pass
     if process.returncode is not None:
         with anyio.move_on_after(SIGTERM_GRACE):

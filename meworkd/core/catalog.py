@@ -12,7 +12,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "bind_names",
     "digest",
     "rebind",
+    "select",
     "shown_name",
     "slug",
     "system_prompt",
@@ -148,6 +149,20 @@ def bind_names(
         else:
             collisions.append(Collision(server, tool, name, holder))
     return bound, collisions
+
+
+def select(servers: Sequence[str], settings: Settings) -> tuple[list[str], list[dict[str, str]]]:
+    """A conversation's servers that take part in a turn (enabled, in order, once each), and a
+    failure for each whose entry never validated: it cannot take part, which the turn says like
+    a server that failed to connect (one with a last good definition runs on that)."""
+    wanted = list(dict.fromkeys(servers))
+    selected = [n for n in wanted if n in settings.servers and settings.servers[n].enabled]
+    failures = [
+        {"server": n, "reason": f"invalid settings entry: {settings.server_errors[n]}"}
+        for n in wanted
+        if n not in settings.servers and n in settings.server_errors
+    ]
+    return selected, failures
 
 
 @dataclass(frozen=True, slots=True)

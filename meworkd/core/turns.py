@@ -21,7 +21,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
-from meworkd.core.catalog import Binding, bind, rebind, system_prompt, unbound
+from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
 from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, call_tool, list_tools
@@ -42,7 +42,6 @@ class Turn:
     tools: list[dict[str, Any]] = field(default_factory=list)
     parent_id: str | None = None
     calls: dict[str, anyio.CancelScope] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
 
 
 class Turns:
@@ -70,18 +69,7 @@ class Turns:
     async def begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
         conversation = self._db.get_conversation(conversation_id)
         settings = self._store.settings
-        selected = [
-            name
-            for name in dict.fromkeys(conversation.mcp_servers)
-            if name in settings.servers and settings.servers[name].enabled
-        ]
-        # A selected server whose entry never validated cannot take part: say so, like a
-        # server that failed to connect (one with a last good definition runs on that).
-        failures: list[dict[str, str]] = [
-            {"server": name, "reason": f"invalid settings entry: {settings.server_errors[name]}"}
-            for name in dict.fromkeys(conversation.mcp_servers)
-            if name not in settings.servers and name in settings.server_errors
-        ]
+        selected, failures = select(conversation.mcp_servers, settings)
         if parent_turn_id is not None:
             # A subagent sees exactly what its parent saw, without asking the servers again.
             parent = self._get(parent_turn_id)
@@ -178,6 +166,11 @@ class Turns:
             turn.calls[call_id] = scope
             try:
                 outcome = await self._run(turn, name, binding, arguments, call_id, decided)
+            except Exception as exc:
+                # Its requested record gets an outcome now, not "interrupted" at the next start.
+                reason = exc.message if isinstance(exc, MeworkError) else "internal error"
+                self._record(audit, "deny", DecidedBy.POLICY, reason, started, None, True)
+                raise
             finally:
                 turn.calls.pop(call_id, None)
         if scope.cancelled_caught:
@@ -298,7 +291,9 @@ class Turns:
         call_id: str,
         settings: Settings,
     ) -> dict[str, Any]:
-        config = settings.servers[binding.server]  # _current checked it is there
+        config = settings.servers.get(binding.server)
+        if config is None or not config.enabled:  # a reload since _current looked
+            return error_result(f"The MCP server {binding.server} is no longer available.")
 
         def progress(progress: float, total: float | None, message: str | None) -> None:
             self._bus.publish(
@@ -391,8 +386,7 @@ class Turns:
 
     def _remember(self, turn: Turn) -> None:
         if len(self._turns) >= MAX_TURNS:
-            oldest = min(self._turns.values(), key=lambda t: t.started)
-            self.end(oldest.id)
+            self.end(next(iter(self._turns)))  # the dict keeps turns in the order they began
         self._turns[turn.id] = turn
 
     @property

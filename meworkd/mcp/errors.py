@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import clip_redacted
+from meworkd.base.procgroup import STREAM_ERRORS
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 # A pipe or stream the other side closed (or that we closed): the end of a conversation.
-STREAM_CLOSED = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+STREAM_CLOSED = STREAM_ERRORS
 STREAM_ENDED = (anyio.EndOfStream, *STREAM_CLOSED)
 
 

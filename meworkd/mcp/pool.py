@@ -261,7 +261,10 @@ class SessionPool:
             idle = self._idle
             now = time.monotonic()
             self.retire(_idle_for(idle, now))
-            nearest = min((s.last_used + idle - now for s in self._sessions.values()), default=idle)
+            # A session in use is not idle, however long its call runs: its deadline starts
+            # when the lease ends, and the next pass (at most SWEEP_MAX_INTERVAL on) sees it.
+            waiting = (s.last_used + idle - now for s in self._sessions.values() if not s.in_flight)
+            nearest = min(waiting, default=idle)
             self._wake_sweeper = anyio.Event()
             with anyio.move_on_after(max(0.05, min(nearest, SWEEP_MAX_INTERVAL))):
                 await self._wake_sweeper.wait()

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from meworkd.base.procgroup import close_process, open_group
+from meworkd.base.procgroup import STREAM_ERRORS, close_process, open_group
 from meworkd.settings import (
     PERMISSION_HOOKS_PATH,
     HookCommand,
@@ -172,7 +172,7 @@ class _Capture:
         while True:
             try:
                 chunk = await stream.receive(_READ_CHUNK)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            except (anyio.EndOfStream, *STREAM_ERRORS):
                 return
             room = MAX_OUTPUT_BYTES - len(self.data)
             if len(chunk) > room:
@@ -185,11 +185,11 @@ async def _feed(stream: ByteSendStream | None, payload: bytes) -> None:
         return
     try:
         await stream.send(payload)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+    except STREAM_ERRORS:
         pass  # the hook exited or closed stdin without reading it: its output still counts
     try:
         await stream.aclose()
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+    except STREAM_ERRORS:
         pass
 
 
