@@ -30,7 +30,15 @@ from meworkd.base.log import get_logger
 from meworkd.rpc.envelope import Envelope
 from meworkd.rpc.table import Method, MethodTable, RpcFailure
 
-__all__ = ["MAX_BATCH", "Dispatcher", "MethodTable", "Slot", "error_response", "to_rpc_error"]
+__all__ = [
+    "MAX_BATCH",
+    "Dispatcher",
+    "MethodTable",
+    "Slot",
+    "error_response",
+    "invalid_request",
+    "to_rpc_error",
+]
 
 MAX_BATCH = 256  # members per batch; more is refused whole
 
@@ -121,9 +129,9 @@ class Dispatcher(Generic[C]):
 
     async def _batch(self, members: list[object], context: C, slot: Slot | None) -> bytes | None:
         if not members:
-            return _invalid_request("empty batch")
+            return invalid_request("empty batch")
         if len(members) > MAX_BATCH:
-            return _invalid_request(f"a batch may hold at most {MAX_BATCH} requests")
+            return invalid_request(f"a batch may hold at most {MAX_BATCH} requests")
         replies: list[object | None] = [None] * len(members)
 
         async def run(i: int, member: object, done: Slot | None) -> None:
@@ -199,9 +207,10 @@ def _parse_error(detail: str) -> bytes:
     )
 
 
-def _invalid_request(detail: str) -> bytes:
+def invalid_request(detail: str, kind: str = "invalid_request") -> bytes:
+    """The reply line refusing a message that is no valid request (``kind`` refines why)."""
     return error_response(
-        codes.INVALID_REQUEST, "Invalid request", {"kind": "invalid_request", "detail": detail}
+        codes.INVALID_REQUEST, "Invalid request", {"kind": kind, "detail": detail}
     )
 
 

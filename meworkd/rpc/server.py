@@ -24,7 +24,7 @@ from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
 from meworkd.rpc.accepting import Acceptor, refuse
 from meworkd.rpc.connection import STALL_TIMEOUT, Connection
-from meworkd.rpc.dispatch import Dispatcher, Slot, error_response
+from meworkd.rpc.dispatch import Dispatcher, Slot, error_response, invalid_request
 
 __all__ = ["RpcServer", "ServerState", "peer_uid"]
 
@@ -141,8 +141,13 @@ class RpcServer:
                             conn.close()
                     if self.state is not ServerState.RUNNING:
                         # Shutting down: answer what is in flight if it is quick, then give up.
-                        requests.cancel_scope.deadline = anyio.current_time() + CLOSE_GRACE
-                        outer.cancel_scope.deadline = anyio.current_time() + 2 * CLOSE_GRACE
+                        # (Never later than a deadline stop() has set already.)
+                        now = anyio.current_time()
+                        scope = requests.cancel_scope
+                        scope.deadline = min(scope.deadline, now + CLOSE_GRACE)
+                        outer.cancel_scope.deadline = min(
+                            outer.cancel_scope.deadline, now + 2 * CLOSE_GRACE
+                        )
             finally:
                 self._request_scopes.discard(requests.cancel_scope)
                 conn.end_writes()  # every request has answered: the writer drains and ends
@@ -200,24 +205,15 @@ class RpcServer:
         return None
 
     def _idle_line(self) -> bytes:
-        return error_response(
-            codes.INVALID_REQUEST,
-            "Invalid request",
-            {
-                "kind": "invalid_request",
-                "detail": f"an unfinished message waited {self.line_idle_timeout:g} s for its "
-                "end; the connection is closed",
-            },
+        return invalid_request(
+            f"an unfinished message waited {self.line_idle_timeout:g} s for its end; "
+            "the connection is closed"
         )
 
     def _too_large(self, line: Oversized) -> bytes:
-        return error_response(
-            codes.INVALID_REQUEST,
-            "Invalid request",
-            {
-                "kind": "message_too_large",
-                "detail": f"a message may be at most {self.max_line} bytes (got {line.size})",
-            },
+        return invalid_request(
+            f"a message may be at most {self.max_line} bytes (got {line.size})",
+            "message_too_large",
         )
 
     async def _work(

@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient
 
+from meworkd.base.procgroup import SESSION_VAR
 from meworkd.core.catalog import NAME_PATTERN, tool_name
 from tests.reliability import figures
 from tests.reliability.harness import (
@@ -411,7 +412,8 @@ def test_stdio_child_gets_the_safe_environment_only(sec: Sec) -> None:
     assert env["PATH"]
     assert env["TOKEN"] == "[redacted]"
     assert env["FROM_VAR"] == "[redacted]"
-    allowed = SAFE_CHILD_ENV | {"TOKEN", "FROM_VAR", "MW_REL_MARK", "LC_CTYPE"}
+    # SESSION_VAR is meworkd's own per-session marker, not something of the daemon's environment.
+    allowed = SAFE_CHILD_ENV | {"TOKEN", "FROM_VAR", "MW_REL_MARK", "LC_CTYPE", SESSION_VAR}
     extra = {k for k in env if k not in allowed and not k.startswith(("LC_", "XDG_"))}
     assert not extra, f"the child got more of the daemon's environment: {sorted(extra)}"
 
