@@ -88,6 +88,10 @@ class Acceptor:
         self._refused = 0
         self._told_at = -math.inf  # when a failing accept was last reported
         self._failing = False  # the current run of failures was reported
+        # Out of descriptors, accept fails before it looks for a connection. The first such
+        # failure waits for one and retries: the shortage may have ended meanwhile, and only a
+        # second failure with a connection waiting refuses it.
+        self._waited = False
 
     def __enter__(self) -> "Acceptor":
         return self
@@ -124,6 +128,11 @@ class Acceptor:
                 )
             else:
                 log.warning("rpc.accept_failed", error=name)
+        if err in _SHORTAGE and not self._waited:
+            await anyio.wait_readable(self._raw)  # no spinning while nobody connects
+            self._waited = True
+            return
+        self._waited = False
         if err in _SHORTAGE and await self._refuse_one():
             self._backoff = BACKOFF_FIRST
             return
@@ -132,20 +141,18 @@ class Acceptor:
 
     def _succeeded(self) -> None:
         self._backoff = BACKOFF_FIRST
+        self._waited = False
         if self._failing:
             log.info("rpc.accepting_again", failed=self._failed, refused=self._refused)
             self._failing, self._failed, self._refused = False, 0, 0
 
     async def _refuse_one(self) -> bool:
-        """Wait for a connection, accept it on the reserve descriptor and tell it why it cannot
-        be served; False when there is no reserve to give up."""
+        """Accept the waiting connection on the reserve descriptor and tell it why it cannot be
+        served; False when there is no reserve to give up."""
         if self._reserve is None:
             self._reserve = _open_reserve()
         if self._reserve is None:
             return False
-        # Out of descriptors, accept fails before it looks for a connection: without this wait
-        # the loop would spin while nobody connects.
-        await anyio.wait_readable(self._raw)
         os.close(self._reserve)
         self._reserve = None
         try:
