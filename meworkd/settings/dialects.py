@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meworkd.base.errors import InvalidParams
-from meworkd.settings.parse import keep_duplicates
+from meworkd.settings.parse import loads_keyed
 
 __all__ = ["ImportDocument", "parse_import"]
 
@@ -31,7 +31,7 @@ class ImportDocument:
 def parse_import(text: str) -> ImportDocument:
     """Find the servers in ``text``; raise :class:`InvalidParams` if it is not usable JSON."""
     try:
-        doc = json.loads(text, object_pairs_hook=keep_duplicates)
+        doc = loads_keyed(text)
     except json.JSONDecodeError as exc:
         raise InvalidParams(
             f"the document is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",

@@ -24,6 +24,7 @@ __all__ = [
     "decode_document",
     "duplicate_keys",
     "keep_duplicates",
+    "loads_keyed",
     "parse_mcp_options",
     "parse_preset",
     "parse_server",
@@ -85,6 +86,14 @@ def keep_duplicates(pairs: list[tuple[str, Any]]) -> KeyedObject:
     return obj
 
 
+def loads_keyed(text: str | bytes) -> Any:
+    """Parse pasted or stored JSON text, noting repeated keys (see :func:`keep_duplicates`).
+
+    Raises :class:`json.JSONDecodeError` (with line and column) when the text does not parse.
+    """
+    return json.loads(text, object_pairs_hook=keep_duplicates)
+
+
 def duplicate_keys(data: bytes) -> list[str]:
     """Where the JSON text repeats a key within one object, as messages naming the object.
 
@@ -106,7 +115,7 @@ def duplicate_keys(data: bytes) -> list[str]:
             for index, item in enumerate(value):
                 walk(item, f"{path}[{index}]")
 
-    walk(json.loads(data, object_pairs_hook=keep_duplicates), "")
+    walk(loads_keyed(data), "")
     return found
 
 
