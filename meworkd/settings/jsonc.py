@@ -7,30 +7,46 @@ can read it and its error positions (line, column) are positions in the user's t
 comments do not nest (as in JSONC and JavaScript): ``/* a /* b */ c */`` ends at the first
 ``*/`` and the rest is reported where the JSON breaks. A UTF-8 byte order mark is allowed.
 
-:func:`parse_layout` maps an already accepted document: for every object its members with the
-spans of their keys, values and commas. :mod:`meworkd.settings.jsonc_edit` edits the text with
-it. Both are one linear pass of a regular expression, so they stay O(size of the text).
+:class:`Source` maps an already accepted document: for an object, its members with the spans of
+their keys, values and commas. :mod:`meworkd.settings.jsonc_edit` edits the text with it. All of
+it is linear in the size of the text, the scanning done by regular expressions and the C JSON
+decoder.
 """
 
 import json
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Layout", "Member", "as_json", "blank_comments", "parse_layout"]
+__all__ = ["Layout", "Member", "Source", "as_json", "blank_comments"]
 
 _BOM = "\ufeff"
 
-# A string (stopping at a line end when unterminated, as JSON strings hold no raw newline), a
-# comment, or a character that starts a comment.
+# A string, stopping at a line end when unterminated (JSON strings hold no raw newline). Each
+# pattern below also matches strings, so that "//" or "," inside one is left alone as text.
 _STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"?'
-_COMMENTS = re.compile(_STRING + r"|//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/)?", re.DOTALL)
+_COMMENTS = re.compile(_STRING + r"|//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[\]}])")
-_TOKENS = re.compile(_STRING + r'|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+_BLANKS = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder()
 
 
-def _blank(text: str) -> str:
-    """The same text with every character but a line end replaced by a space."""
-    return re.sub(r"[^\r\n]", " ", text)
+def _blank_matches(text: str, pattern: re.Pattern[str], *, check: bool = False) -> str:
+    """``text`` with what ``pattern`` matches outside strings blanked (line ends kept)."""
+    pieces: list[str] = []
+    done = 0
+    for match in pattern.finditer(text):
+        found = match.group()
+        if found[0] == '"':
+            continue
+        if check and found.startswith("/*") and (len(found) < 4 or not found.endswith("*/")):
+            raise json.JSONDecodeError("Unterminated /* comment", text, match.start())
+        pieces.append(text[done : match.start()])
+        pieces.append(re.sub(r"[^\r\n]", " ", found))
+        done = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def blank_comments(text: str) -> str:
@@ -38,26 +54,14 @@ def blank_comments(text: str) -> str:
 
     Raises :class:`json.JSONDecodeError` at an unterminated ``/*`` comment.
     """
-
-    def replace(match: re.Match[str]) -> str:
-        token = match.group()
-        if token[0] == '"':
-            return token
-        if token.startswith("/*") and (len(token) < 4 or not token.endswith("*/")):
-            raise json.JSONDecodeError("Unterminated /* comment", text, match.start())
-        return _blank(token)
-
     if text.startswith(_BOM):
         text = " " + text[1:]
-    return _COMMENTS.sub(replace, text)
+    return _blank_matches(text, _COMMENTS, check=True)
 
 
 def as_json(text: str) -> str:
     """Plain JSON text for JSONC ``text``: comments and trailing commas blanked, positions kept."""
-    without_comments = blank_comments(text)
-    return _TRAILING_COMMA.sub(
-        lambda match: " " if match.group() == "," else match.group(), without_comments
-    )
+    return _blank_matches(blank_comments(text), _TRAILING_COMMA)
 
 
 @dataclass(slots=True)
@@ -69,7 +73,6 @@ class Member:
     key_end: int
     value_start: int
     value_end: int
-    value: "Layout | None"  # an object's layout; None for any other value
     comma: int | None = None  # position of the comma after the value, if there is one
 
 
@@ -82,78 +85,57 @@ class Layout:
     members: list[Member] = field(default_factory=list)
 
 
-class _Tokens:
-    """A cursor over the tokens of blanked text (no comments left to skip)."""
+class Source:
+    """JSONC text (already known to parse), mapped object by object on demand.
+
+    Only the objects an edit descends into are mapped; the values in between are skipped by
+    the C JSON decoder, so mapping stays linear in the size of the text and fast.
+    """
 
     def __init__(self, text: str) -> None:
-        self._iter = _TOKENS.finditer(text)
-        self.current: re.Match[str] | None = next(self._iter, None)
+        self.text = text
+        self._bare = blank_comments(text)  # commas kept: trailing ones are layout too
+        self._plain = _blank_matches(self._bare, _TRAILING_COMMA)
 
-    def take(self) -> re.Match[str]:
-        token = self.current
-        if token is None:
-            raise ValueError("the text ended early")
-        self.current = next(self._iter, None)
-        return token
+    def _skip(self, pos: int) -> int:
+        match = _BLANKS.match(self._bare, pos)
+        assert match is not None  # matches the empty string at least
+        return match.end()
 
+    def _at(self, pos: int) -> str:
+        return self._bare[pos : pos + 1]
 
-def _value(tokens: _Tokens) -> tuple[int, int, Layout | None]:
-    """Consume one value; its span, and its layout when it is an object."""
-    first = tokens.take()
-    if first.group() == "{":
-        layout = _object(tokens, first.start())
-        return first.start(), layout.close + 1, layout
-    if first.group() == "[":
-        end = _array(tokens)
-        return first.start(), end, None
-    return first.start(), first.end(), None
+    def is_object(self, pos: int) -> bool:
+        return self._at(pos) == "{"
 
+    def root(self) -> Layout:
+        """The top-level object; :class:`ValueError` when the text does not hold one."""
+        start = self._skip(0)
+        layout = self.object_at(start)
+        if self._skip(layout.close + 1) != len(self._bare):
+            raise ValueError("text after the document")
+        return layout
 
-def _array(tokens: _Tokens) -> int:
-    """Consume the rest of an array; the position just after its ``]``."""
-    while True:
-        token = tokens.current
-        if token is None:
-            raise ValueError("the text ended inside an array")
-        if token.group() == "]":
-            return tokens.take().end()
-        if token.group() == ",":
-            tokens.take()
-            continue
-        _value(tokens)
-
-
-def _object(tokens: _Tokens, open_at: int) -> Layout:
-    """Consume the rest of an object whose ``{`` is at ``open_at``."""
-    layout = Layout(open_at)
-    while True:
-        token = tokens.take()
-        text = token.group()
-        if text == "}":
-            layout.close = token.start()
-            return layout
-        if text == ",":
-            if not layout.members:
-                raise ValueError("a comma before the first member")
-            layout.members[-1].comma = token.start()
-            continue
-        if text[0] != '"' or tokens.take().group() != ":":
-            raise ValueError("expected a key and a colon")
-        start, end, nested = _value(tokens)
-        key = json.loads(text)
-        layout.members.append(Member(key, token.start(), token.end(), start, end, nested))
-
-
-def parse_layout(text: str) -> Layout:
-    """The layout of the top-level object of JSONC ``text`` (which must already parse).
-
-    Raises :class:`ValueError` when the text is not an object this reader understands.
-    """
-    tokens = _Tokens(blank_comments(text))
-    first = tokens.take()
-    if first.group() != "{":
-        raise ValueError("the document is not an object")
-    layout = _object(tokens, first.start())
-    if tokens.current is not None:
-        raise ValueError("text after the document")
-    return layout
+    def object_at(self, open_at: int) -> Layout:
+        """The members of the object whose ``{`` is at ``open_at``."""
+        if not self.is_object(open_at):
+            raise ValueError("not an object")
+        layout = Layout(open_at)
+        pos = self._skip(open_at + 1)
+        while self._at(pos) != "}":
+            key, key_end = _DECODER.raw_decode(self._plain, pos)
+            colon = self._skip(key_end)
+            if not isinstance(key, str) or self._at(colon) != ":":
+                raise ValueError("expected a key and a colon")
+            value_start = self._skip(colon + 1)
+            _, value_end = _DECODER.raw_decode(self._plain, value_start)
+            member = Member(key, pos, key_end, value_start, value_end)
+            layout.members.append(member)
+            pos = self._skip(value_end)
+            if self._at(pos) == ",":
+                member.comma = pos
+                pos = self._skip(pos + 1)
+            elif self._at(pos) != "}":
+                raise ValueError("expected a comma or the end of the object")
+        layout.close = pos
+        return layout

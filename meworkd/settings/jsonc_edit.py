@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from meworkd.settings.jsonc import Layout, Member, as_json, parse_layout
+from meworkd.settings.jsonc import Layout, Member, Source, as_json
 
 __all__ = ["rewrite"]
 
@@ -106,9 +106,13 @@ def _renamed(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str] | None
 class _ObjectEdit:
     """The edits of one object of the text, from its old and new contents."""
 
-    text: str
+    source: Source
     style: _Style
     edits: list[Edit]
+
+    @property
+    def text(self) -> str:
+        return self.source.text
 
     def object(self, layout: Layout, old: dict[str, Any], new: dict[str, Any]) -> None:
         by_key: dict[str, list[Member]] = {}
@@ -136,8 +140,9 @@ class _ObjectEdit:
         self.tail(layout, survivors, {key: new[key] for key in added})
 
     def value(self, member: Member, old: Any, new: Any) -> None:
-        if member.value is not None and isinstance(old, dict) and isinstance(new, dict):
-            self.object(member.value, old, new)
+        opens = self.source.is_object(member.value_start)
+        if opens and isinstance(old, dict) and isinstance(new, dict):
+            self.object(self.source.object_at(member.value_start), old, new)
             return
         indent = _indent_at(self.text, member.key_start)
         self.edits.append((member.value_start, member.value_end, self.style.dump(new, indent)))
@@ -190,11 +195,11 @@ def rewrite(data: bytes, old: dict[str, Any], new: dict[str, Any]) -> bytes | No
     """
     try:
         text = data.decode("utf-8")
-        layout = parse_layout(text)
-    except (UnicodeDecodeError, ValueError):
+        source = Source(text)
+        editor = _ObjectEdit(source, _Style.of(text), [])
+        editor.object(source.root(), old, new)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    editor = _ObjectEdit(text, _Style.of(text), [])
-    editor.object(layout, old, new)
     edited = _apply(text, editor.edits)
     if edited is None:
         return None
