@@ -108,6 +108,14 @@ def test_an_empty_object_opens_up_and_a_one_line_object_stays_on_its_line() -> N
     assert out == '{\n  "s": {\n    "x": 1\n  },\n  "env": {"A": "1", "B": "2"}\n}\n'
 
 
+def test_an_added_member_is_indented_like_its_siblings_not_like_comments() -> None:
+    text = '/*\n * my file\n */\n{\n    /* first */ "a": {}\n}\n'
+    out = edited(text, lambda d: d.update(b=[1]))
+    assert (
+        out == '/*\n * my file\n */\n{\n    /* first */ "a": {},\n    "b": [\n        1\n    ]\n}\n'
+    )
+
+
 def test_removing_the_last_member_takes_the_comma_before_it() -> None:
     text = '{\n  "a": 1, // keep\n  "b": 2 // gone with b\n}\n'
     assert edited(text, lambda d: d.pop("b")) == '{\n  "a": 1 // keep\n}\n'

@@ -25,7 +25,8 @@ from meworkd.settings.jsonc import Layout, Member, Source, as_json
 
 __all__ = ["rewrite"]
 
-_FIRST_INDENT = re.compile(r"\n([ \t]+)\S")
+# The first indented line, unless it is inside a block comment (" * text"): one level.
+_FIRST_INDENT = re.compile(r"\n([ \t]+)[^\s*]")
 _REST_OF_LINE = re.compile(r"[ \t]*(?://[^\r\n]*)?(?=\r?\n)")
 
 Edit = tuple[int, int, str]
@@ -82,8 +83,8 @@ def _deletion(text: str, member: Member) -> Edit:
 
 
 def _member_indent(text: str, layout: Layout, style: _Style) -> str:
-    if layout.members and _starts_line(text, layout.members[0].key_start):
-        return _indent_at(text, layout.members[0].key_start)
+    if layout.members and "\n" in text[layout.open : layout.members[0].key_start]:
+        return _indent_at(text, layout.members[0].key_start)  # its line, comment-led or not
     return _indent_at(text, layout.open) + style.unit
 
 
