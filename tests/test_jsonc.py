@@ -4,6 +4,7 @@ outside the values they change (through the real daemon and its RPC, and the edi
 
 import copy
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,70 @@ async def test_rpc_writes_keep_comments_and_layout(short_tmp: Path) -> None:
         assert "Unterminated /* comment" in caught.value.message
         listed = await client.call("servers.list")
     assert [s["name"] for s in listed["servers"]] == ["clock", "docs", "t2"]
+
+
+# --- many documents, many edits --------------------------------------------------------------
+
+
+class Documents:
+    """Seeded random JSONC documents (comments everywhere JSONC allows) and random edits."""
+
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+
+    def value(self, depth: int) -> Any:
+        if depth < 3 and self.rnd.random() < 0.4:
+            return {f"k{self.rnd.randrange(6)}": self.value(depth + 1) for _ in range(3)}
+        if self.rnd.random() < 0.2:
+            return [self.rnd.randrange(5) for _ in range(self.rnd.randrange(3))]
+        return self.rnd.choice([1, "s//x", "/*", ",]", True, None, 2.5, "é"])
+
+    def text(self, value: Any, indent: str, newline: str) -> str:
+        if not isinstance(value, dict) or not value:
+            return json.dumps(value, ensure_ascii=False)
+        inner = indent + "  "
+        lead = ["", "/* b */ ", "// line" + newline + inner]
+        members = [
+            f"{inner}{self.rnd.choice(lead)}{json.dumps(key)}{self.rnd.choice(['', ' /**/'])}: "
+            + self.text(item, inner, newline)
+            for key, item in value.items()
+        ]
+        trailing = self.rnd.choice(["", ",", ", // end"])
+        between = "," + self.rnd.choice(["", " // c"]) + newline
+        return "{" + newline + between.join(members) + trailing + newline + indent + "}"
+
+    def edit(self, doc: dict[str, Any]) -> None:
+        keys = list(doc)
+        roll = self.rnd.random()
+        if keys and roll < 0.25:
+            doc.pop(self.rnd.choice(keys))
+        elif roll < 0.45:
+            doc[f"n{self.rnd.randrange(9)}"] = self.value(2)
+        elif keys and roll < 0.6 and (new_key := f"r{self.rnd.randrange(9)}") not in doc:
+            old_key = self.rnd.choice(keys)
+            renamed = {(new_key if k == old_key else k): v for k, v in doc.items()}
+            doc.clear()
+            doc.update(renamed)
+        elif keys:
+            key = self.rnd.choice(keys)
+            if isinstance(doc[key], dict):
+                self.edit(doc[key])
+            else:
+                doc[key] = self.value(2)
+
+
+def test_random_edits_of_commented_documents_read_back_as_intended() -> None:
+    documents = Documents(seed=15)
+    for _ in range(300):
+        newline = documents.rnd.choice(["\n", "\r\n"])
+        start = {f"k{j}": documents.value(1) for j in range(documents.rnd.randrange(1, 5))}
+        text = documents.text(start, "", newline)
+        old = loads_keyed(text)
+        new = copy.deepcopy(old)
+        for _ in range(documents.rnd.randrange(1, 4)):
+            documents.edit(new)
+        out = rewrite(text.encode(), old, new)
+        assert out is not None, text
+        assert loads_keyed(out) == new, text
+        if newline == "\r\n":
+            assert out.count(b"\n") == out.count(b"\r\n")  # no bare LF mixed in
