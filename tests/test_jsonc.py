@@ -117,6 +117,18 @@ def test_an_added_member_is_indented_like_its_siblings_not_like_comments() -> No
     )
 
 
+def test_an_added_key_goes_where_the_new_document_puts_it() -> None:
+    text = (
+        '{\n  "s": {\n    "command": "x", // why\n    "args": []\n  },\n  "t": {"command": "y"}\n}'
+    )
+    new = '{\n  "s": {\n    "type": "stdio",\n    "command": "x", // why\n    "args": []\n  },\n'
+    new += '  "t": {"type": "stdio", "command": "y"}\n}'
+    out = edited(
+        text, lambda d: [d.update(s={"type": "stdio", **d["s"]}, t={"type": "stdio", **d["t"]})]
+    )
+    assert out == new
+
+
 def test_removing_the_last_member_takes_the_comma_before_it() -> None:
     text = '{\n  "a": 1, // keep\n  "b": 2 // gone with b\n}\n'
     assert edited(text, lambda d: d.pop("b")) == '{\n  "a": 1 // keep\n}\n'
@@ -263,8 +275,11 @@ class Documents:
         roll = self.rnd.random()
         if keys and roll < 0.25:
             doc.pop(self.rnd.choice(keys))
-        elif roll < 0.45:
-            doc[f"n{self.rnd.randrange(9)}"] = self.value(2)
+        elif roll < 0.45 and (added := f"n{self.rnd.randrange(9)}") not in doc:
+            items = list(doc.items())
+            items.insert(self.rnd.randrange(len(items) + 1), (added, self.value(2)))
+            doc.clear()
+            doc.update(items)
         elif keys and roll < 0.6 and (new_key := f"r{self.rnd.randrange(9)}") not in doc:
             old_key = self.rnd.choice(keys)
             renamed = {(new_key if k == old_key else k): v for k, v in doc.items()}

@@ -138,7 +138,38 @@ class _ObjectEdit:
                 self.value(members[-1], old[was], new[key])
         self.edits.extend(_deletion(self.text, m) for m in layout.members if id(m) in dropped)
         survivors = [m for m in layout.members if id(m) not in dropped]
-        self.tail(layout, survivors, {key: new[key] for key in added})
+        at_end = self.insert_in_order(layout, survivors, new, set(added))
+        self.tail(layout, survivors, {key: new[key] for key in at_end})
+
+    def insert_in_order(
+        self, layout: Layout, survivors: list[Member], new: dict[str, Any], added: set[str]
+    ) -> list[str]:
+        """Put each added key before the kept member that follows it in ``new`` (``type`` goes
+        first in an entry, as meworkd orders it); the keys that follow all of them are left."""
+        following = {m.key: m for m in survivors}
+        waiting: list[str] = []
+        for key in new:
+            if key in added:
+                waiting.append(key)
+            elif waiting and key in following:
+                self.insert_before(layout, following[key], {k: new[k] for k in waiting})
+                waiting = []
+        return waiting
+
+    def insert_before(self, layout: Layout, member: Member, added: dict[str, Any]) -> None:
+        text = self.text
+        if "\n" in text[layout.open : layout.close] and _starts_line(text, member.key_start):
+            indent = _indent_at(text, member.key_start)
+            block = "".join(
+                f"{indent}{_key(k)}: {self.style.dump(v, indent)},{self.style.newline}"
+                for k, v in added.items()
+            )
+            self.edits.append((_line_start(text, member.key_start),) * 2 + (block,))
+            return
+        inline = "".join(
+            f"{_key(k)}: {json.dumps(v, ensure_ascii=False)}, " for k, v in added.items()
+        )
+        self.edits.append((member.key_start, member.key_start, inline))
 
     def value(self, member: Member, old: Any, new: Any) -> None:
         opens = self.source.is_object(member.value_start)
@@ -158,7 +189,10 @@ class _ObjectEdit:
             return
         if last is not None and last.comma is None:
             self.edits.append((last.value_end, last.value_end, ","))
-        anchor = layout.open + 1 if last is None else (last.comma or last.value_end - 1) + 1
+        if last is None:
+            anchor = layout.open + 1
+        else:
+            anchor = last.value_end if last.comma is None else last.comma + 1
         one_line = "\n" not in self.text[layout.open : layout.close]
         if one_line and last is not None:
             entries = [f"{_key(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in added.items()]
