@@ -6,10 +6,11 @@ through a low-level, slow round-trip model (``json-five``). What meworkd needs i
 document before and after one change is known, so :func:`rewrite` compares the two and edits
 only the text of what differs. A changed scalar or list gets its value's text replaced; a changed
 object is edited member by member; a removed key is cut with its comma (and its line when it had
-one of its own, with a comment trailing on that line); an added key goes after the last member,
-indented like its siblings; a key renamed in place (same position, same value) only has its key
-text replaced. Everything else, comments, blank lines, key order, indentation, trailing commas,
-CRLF line ends and a byte order mark, stays byte for byte.
+one of its own, with a comment trailing on that line); an added key goes before the kept member
+that follows it in the new document (``type`` first in an entry), else after the last member,
+indented like its siblings; a key renamed in place (same position) has its key text replaced
+and its value edited as above. Everything else, comments, blank lines, key order, indentation,
+trailing commas, CRLF line ends and a byte order mark, stays byte for byte.
 
 The result is parsed back and compared with the new document; when the text cannot be edited or
 the edit would not read back as the document, :func:`rewrite` returns None and the caller writes
