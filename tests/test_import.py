@@ -289,7 +289,8 @@ async def test_invalid_documents_write_nothing(env: DaemonEnv) -> None:
     async with daemon_and_client(env) as (_daemon, client):
         before = env.settings.read_bytes()
         cases = [
-            ('{"mcpServers": {\n  "a": {"command": "x",}\n}}', "line 2, column 24", (2, 24)),
+            # (a trailing comma is JSONC now: an unterminated comment is what breaks here)
+            ('{"mcpServers": {\n  "a": {"command": "x",/*}\n}}', "line 2, column 24", (2, 24)),
             ('{"mcpServers": ', "line 1, column 16", (1, 16)),
             ("", "line 1, column 1", (1, 1)),
         ]

@@ -192,9 +192,9 @@ async def test_update_merges_and_keeps_unknown_keys(env: DaemonEnv) -> None:
         assert reply["status"] == "disabled"
         assert reply["description"] is None
         fs = servers_on_disk(env)["fs"]
-        assert list(fs) == [
-            "type",
+        assert list(fs) == [  # the file's own order is kept (issue 15: only values change)
             "x-before",
+            "type",
             "command",
             "args",
             "env",

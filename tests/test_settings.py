@@ -140,7 +140,7 @@ def test_defaults() -> None:
 @pytest.mark.parametrize(
     ("data", "where"),
     [
-        (b'{"a": 1,}', "line 1, column 9"),
+        (b'{"a": 1 /* never closed', "line 1, column 9"),  # a trailing comma is JSONC
         (b'{\n  "a": 1\n  "b": 2\n}', "line 3, column 3"),
         (b"", "line 1, column 1"),
     ],

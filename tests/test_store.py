@@ -336,7 +336,7 @@ async def test_a_file_that_is_not_json_is_never_overwritten(short_tmp: Path) -> 
     store, bus = open_store(path)
     await store.mutate(add("s"))
     with bus.subscribe() as sub:
-        path.write_text('{"assets": {"mcpServers": {"s": {"command": "x"},}}}')
+        path.write_text('{"assets": {"mcpServers": {"s": {"command": "x"},/*}}}')
         broken = path.read_bytes()
         assert await store.reload("file") is None
         with pytest.raises(SettingsUnreadable) as caught:

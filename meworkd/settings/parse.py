@@ -13,6 +13,7 @@ import msgspec
 
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
+from meworkd.settings.jsonc import as_json
 from meworkd.settings.model import McpOptions, Preset, ServerConfig, Settings
 
 __all__ = [
@@ -45,27 +46,45 @@ _TYPE_SPELLINGS = {
 
 
 def decode_document(data: bytes) -> dict[str, Any]:
-    """Parse the settings file; raise :class:`InvalidSettings` saying where the JSON broke."""
+    """Parse the settings file (JSON, or JSONC: comments and trailing commas); raise
+    :class:`InvalidSettings` saying where the text broke."""
     try:
-        doc = msgspec.json.decode(data)
+        doc = msgspec.json.decode(data)  # the common case, plain JSON: fast and in C
     except RecursionError:
         raise InvalidSettings(too_deep_message()) from None
     except msgspec.DecodeError:
-        doc = None
-        try:
-            json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise InvalidSettings(
-                f"the settings file is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                f"column {exc.colno}"
-            ) from None
-        except UnicodeDecodeError:
-            raise InvalidSettings("the settings file is not UTF-8 text") from None
-        raise InvalidSettings("the settings file is not valid JSON") from None
+        doc = _decode_jsonc(data)
     if not isinstance(doc, dict):
         raise InvalidSettings("the settings file must hold a JSON object at the top level")
     check_depth(doc)
     return doc
+
+
+def _decode_jsonc(data: bytes) -> Any:
+    try:
+        plain = as_json(data.decode("utf-8")).encode("utf-8")
+        return msgspec.json.decode(plain)
+    except UnicodeDecodeError:
+        raise InvalidSettings("the settings file is not UTF-8 text") from None
+    except RecursionError:
+        raise InvalidSettings(too_deep_message()) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidSettings(_where_it_broke(exc)) from None
+    except msgspec.DecodeError:
+        pass
+    try:
+        json.loads(plain)  # for the line and column msgspec does not give
+    except json.JSONDecodeError as exc:
+        raise InvalidSettings(_where_it_broke(exc)) from None
+    except RecursionError:
+        raise InvalidSettings(too_deep_message()) from None
+    raise InvalidSettings("the settings file is not valid JSON")
+
+
+def _where_it_broke(exc: json.JSONDecodeError) -> str:
+    return (
+        f"the settings file is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    )
 
 
 class KeyedObject(dict[str, Any]):
@@ -87,11 +106,15 @@ def keep_duplicates(pairs: list[tuple[str, Any]]) -> KeyedObject:
 
 
 def loads_keyed(text: str | bytes) -> Any:
-    """Parse pasted or stored JSON text, noting repeated keys (see :func:`keep_duplicates`).
+    """Parse pasted or stored JSON or JSONC text (comments, trailing commas, see
+    :mod:`meworkd.settings.jsonc`), noting repeated keys (see :func:`keep_duplicates`).
 
-    Raises :class:`json.JSONDecodeError` (with line and column) when the text does not parse.
+    Raises :class:`json.JSONDecodeError` (with the line and column in ``text``) when the text
+    does not parse, :class:`UnicodeDecodeError` when bytes are not UTF-8.
     """
-    return json.loads(text, object_pairs_hook=keep_duplicates)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(as_json(text), object_pairs_hook=keep_duplicates)
 
 
 def duplicate_keys(data: bytes) -> list[str]:

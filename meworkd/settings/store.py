@@ -2,10 +2,11 @@
 
 Invariants: a write is based on a fresh read, and merged with a hand edit meworkd has not seen
 rather than clobbering it (:mod:`meworkd.settings.files`, the one writer); a file that does not
-parse is never overwritten; meworkd's own writes are recognised by content hash and do not count
-as edits. Whatever the path comes to name (a directory, a FIFO, a dangling link, a file too big
-or not readable), the last good settings stay in force and the reason is reported. The file is
-watched by :mod:`meworkd.settings.watch`.
+parse is never overwritten; a write edits only what changed in the file's text, so the user's
+comments and layout stay (:mod:`meworkd.settings.jsonc_edit`); meworkd's own writes are
+recognised by content hash and do not count as edits. Whatever the path comes to name (a
+directory, a FIFO, a dangling link, a file too big or not readable), the last good settings stay
+in force and the reason is reported. The file is watched by :mod:`meworkd.settings.watch`.
 """
 
 import copy
@@ -30,6 +31,7 @@ from meworkd.settings.files import (
     size_problem,
     write_file,
 )
+from meworkd.settings.jsonc_edit import rewrite
 from meworkd.settings.model import DEFAULT_DOCUMENT, Settings
 from meworkd.settings.parse import check_depth, decode_document, duplicate_keys, parse_settings
 from meworkd.settings.safety import UntrustedSettings, refuse_untrusted
@@ -51,6 +53,7 @@ class SettingsStore:
         self._events = events
         self._doc: dict[str, Any] = copy.deepcopy(DEFAULT_DOCUMENT)
         self._digest: bytes | None = None
+        self._text: bytes | None = None  # the text self._doc was read from: writes edit it
         self._settings = Settings()
         self._unreadable: str | None = None
         self._lock = anyio.Lock()
@@ -141,6 +144,7 @@ class SettingsStore:
             return None
         self._unreadable = None
         self._doc = doc
+        self._text = data
         settings = parse_settings(doc, self._settings)
         if repeated := duplicate_keys(data):
             settings = dataclasses.replace(settings, errors=(*settings.errors, *repeated))
@@ -200,7 +204,7 @@ class SettingsStore:
                 result = change(doc)
                 check_depth(doc)  # e.g. a preset nested 600 deep would break every later write
                 new = parse_settings(doc, self._settings)
-                data = encode_document(doc)
+                data = self._render(doc)
                 if problem := size_problem(len(data)):  # it could not be read back
                     raise InvalidSettings(f"the settings document would be {problem}")
                 if await anyio.to_thread.run_sync(self._write, data, base_digest):
@@ -208,9 +212,20 @@ class SettingsStore:
                 # A hand edit landed while we prepared ours: merge with it instead.
             self._digest = digest(data)
             self._doc = doc
+            self._text = data
             diff = self._install(new, "write")
             await self._notify(diff)
             return result
+
+    def _render(self, doc: dict[str, Any]) -> bytes:
+        """The file's text holding ``doc``: the current text with only what changed edited (the
+        user's comments and layout stay), or, when that text cannot be edited, ``doc`` afresh."""
+        if self._text is not None:
+            edited = rewrite(self._text, self._doc, doc)
+            if edited is not None:
+                return edited
+            log.info("settings.reformatted", reason="the file's text could not be edited in place")
+        return encode_document(doc)
 
     def _write(self, data: bytes, base_digest: bytes | None) -> bool:
         return write_file(
