@@ -72,6 +72,9 @@ def translate(raw: dict[str, Any], *, dialect: str) -> Translated:
         else:
             out.warn(key, "not used by meworkd; not imported")
     _check_transport(out)
+    # In the order of the pasted entry, as a person reads it.
+    position = {key: index for index, key in enumerate(raw)}
+    out.warnings.sort(key=lambda w: position.get(w[0].split(".")[0], len(position)))
     return out
 
 
