@@ -5,12 +5,19 @@ Each snippet cites where its shape comes from (placeholders kept or shortened).
 """
 
 import json
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mework_client.aio import connect
 
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects import ImportDocument, parse_import
+from tests.daemon_helpers import PY, SERVERS, envdump, start_daemon
 
 
 def parsed(document: Any, inputs: dict[str, str] | None = None) -> ImportDocument:
@@ -375,3 +382,72 @@ def test_an_unknown_container_is_explained() -> None:
     with pytest.raises(InvalidParams) as caught:
         parsed({"servers": []})
     assert "context_servers" in caught.value.message
+
+
+# --- what the imported fields do at connect time ----------------------------------------------
+
+
+@asynccontextmanager
+async def legacy_sse_server() -> AsyncIterator[str]:
+    """Run ``tests/servers/legacy_sse.py``; yield its base address."""
+    proc = subprocess.Popen(
+        [PY, str(SERVERS / "legacy_sse.py"), "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        with anyio.fail_after(30):
+            line = await anyio.to_thread.run_sync(proc.stdout.readline)
+        assert line.startswith(b"READY "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.terminate()
+        await anyio.to_thread.run_sync(proc.wait)
+        proc.stdout.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_env_file_and_legacy_sse_at_connect_time(short_tmp: Path) -> None:
+    env_file = short_tmp / "server.env"
+    env_file.write_text(
+        "# comment\nexport FROM_FILE='file value'\nBOTH=from-file\nPLAIN=x # trailing comment\n"
+    )
+    show = ("--stderr-env", "FROM_FILE", "--stderr-env", "BOTH", "--stderr-env", "PLAIN")
+    async with legacy_sse_server() as base:
+        servers = {
+            "dotenv": envdump(*show, envFile=str(env_file), env={"BOTH": "from-env"}),
+            "relative": envdump(*show, envFile="server.env", cwd=str(short_tmp)),
+            "missing": envdump(envFile=str(short_tmp / "nope.env")),
+            "sse-path": {"type": "streamable_http", "url": f"{base}/sse"},
+            "sse-speaker": {
+                "type": "streamable_http",
+                "url": f"{base}/events",
+                "timeoutSeconds": 5,
+            },
+        }
+        async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
+            tested = await c.call("servers.test", {"name": "dotenv"})
+            assert tested["ok"] is True
+            # The entry's env wins over the file's.
+            for line in ("FROM_FILE=file value", "BOTH=from-env", "PLAIN=x"):
+                assert f"envdump: {line}" in tested["stderrTail"]
+            tested = await c.call("servers.test", {"name": "relative"})
+            assert "envdump: BOTH=from-file" in tested["stderrTail"]
+
+            tested = await c.call("servers.test", {"name": "missing"})
+            assert tested["ok"] is False
+            assert tested["reason"] == "env_file_unreadable"
+            assert (
+                tested["error"] == f"could not read envFile {short_tmp / 'nope.env'}: no such file"
+            )
+
+            for name in ("sse-path", "sse-speaker"):
+                tested = await c.call("servers.test", {"name": name})
+                assert tested["ok"] is False, name
+                assert tested["reason"] == "legacy_sse", name
+                assert "HTTP+SSE" in tested["error"], name
+                assert "/mcp" in tested["error"], name
+                assert "405" not in tested["error"], name

@@ -182,7 +182,9 @@ class _CappedBody(httpx2.AsyncByteStream):
                 end = max(held.rfind(mark, start) for mark in _EVENT_ENDS)
                 if end >= 0:
                     if _LEGACY_ENDPOINT_EVENT.search(held, 0, end + 2):
+                        # Not an answer this client will ever get: fail now, not at the timeout.
                         self._errors.legacy_sse = True
+                        raise httpx2.StreamError("an old HTTP+SSE server's endpoint event")
                     yield bytes(held[: end + 2])
                     del held[: end + 2]
             if len(held) > self._limit:
