@@ -354,3 +354,54 @@ def test_an_empty_server_map_imports_nothing() -> None:
     parsed = parse_import('{"mcpServers": {}}')
     assert parsed.entries == {}
     assert parsed.rejected == []
+
+
+# --- dry runs, inputs and warnings over RPC ------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_dry_run_writes_nothing_and_names_the_inputs_needed(env: DaemonEnv) -> None:
+    document = json.dumps(
+        {
+            "inputs": [{"type": "promptString", "id": "key", "description": "API key"}],
+            "servers": {
+                "keyed": {"command": "srv", "env": {"KEY": "${input:key}"}, "dev": {}},
+                "existing": {"command": "other"},
+                "sse": {"type": "sse", "url": "http://h/sse"},
+            },
+        }
+    )
+    async with daemon_and_client(env) as (_daemon, client):
+        before = env.settings.read_bytes()
+        preview = await client.call(
+            "servers.import", {"text": document, "dryRun": True, "onConflict": "replace"}
+        )
+        assert preview["dryRun"] is True
+        assert preview["added"] == []
+        assert preview["replaced"] == ["existing"]
+        assert [r["name"] for r in preview["rejected"]] == ["sse"]
+        assert preview["needsInputs"] == [
+            {"id": "key", "description": "API key", "password": False, "servers": ["keyed"]}
+        ]
+        # What keyed will lose is said before its input is asked for; sse's is moot.
+        assert preview["warnings"] == [
+            {"name": "keyed", "field": "dev", "message": "not used by meworkd; not imported"}
+        ]
+        assert env.settings.read_bytes() == before
+
+        reply = await client.call(
+            "servers.import", {"text": document, "inputs": {"key": "k-1"}, "onConflict": "skip"}
+        )
+        assert reply["dryRun"] is False
+        assert reply["added"] == ["keyed"]
+        assert reply["warnings"] == [
+            {"name": "keyed", "field": "dev", "message": "not used by meworkd; not imported"}
+        ]
+        assert servers_on_disk(env)["keyed"] == {
+            "type": "stdio",
+            "command": "srv",
+            "env": {"KEY": "k-1"},
+        }
+        with pytest.raises(RpcError) as caught:
+            await client.call("servers.import", {"text": document, "inputs": {"key": 1}})
+        assert caught.value.kind == "invalid_params"
