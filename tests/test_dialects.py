@@ -6,7 +6,8 @@ Each snippet cites where its shape comes from (placeholders kept or shortened).
 
 import json
 import subprocess
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import anyio
 import pytest
 from mework_client.aio import connect
+from mework_client.ctl.command import CtlError
+from mework_client.ctl.servers_import import ask_input
 
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects import ImportDocument, parse_import
@@ -451,3 +454,86 @@ async def test_env_file_and_legacy_sse_at_connect_time(short_tmp: Path) -> None:
                 assert "HTTP+SSE" in tested["error"], name
                 assert "/mcp" in tested["error"], name
                 assert "405" not in tested["error"], name
+
+
+# --- meworkctl servers import: inputs asked or given -------------------------------------------
+
+VSCODE_WITH_INPUT = json.dumps(
+    {
+        "inputs": [
+            {"type": "promptString", "id": "api-key", "description": "API key", "password": True}
+        ],
+        "servers": {"keyed": {"command": "srv", "env": {"KEY": "${input:api-key}"}, "dev": {}}},
+    }
+)
+
+
+async def meworkctl(sock: Path, *args: str, stdin: str) -> subprocess.CompletedProcess[bytes]:
+    return await anyio.run_process(
+        [str(Path(sys.executable).parent / "meworkctl"), "--socket", str(sock), *args],
+        input=stdin.encode(),
+        check=False,
+    )
+
+
+@pytest.mark.anyio
+async def test_meworkctl_import_takes_inputs_or_says_which_are_missing(short_tmp: Path) -> None:
+    async with start_daemon(short_tmp, {}) as (_d, sock):
+        done = await meworkctl(sock, "servers", "import", "-", stdin=VSCODE_WITH_INPUT)
+        assert done.returncode == 1
+        err = done.stderr.decode()
+        assert "api-key (API key; for keyed)" in err
+        assert "--input ID=VALUE" in err
+        assert "Traceback" not in err
+
+        done = await meworkctl(
+            sock,
+            "servers",
+            "import",
+            "-",
+            "--dry-run",
+            "--input",
+            "api-key=${KEY_VAR}",
+            stdin=VSCODE_WITH_INPUT,
+        )
+        out = done.stdout.decode()
+        assert done.returncode == 0
+        assert "dry run: 1 added" in out
+        assert "warning: keyed.dev: not used by meworkd; not imported" in out
+
+        done = await meworkctl(
+            sock, "servers", "import", "-", "--input", "api-key=${KEY_VAR}", stdin=VSCODE_WITH_INPUT
+        )
+        assert done.returncode == 0, done.stderr
+        async with connect(sock) as c:
+            shown = await c.call("servers.get", {"name": "keyed", "reveal": True})
+        assert shown["server"]["env"] == {"KEY": "${KEY_VAR}"}
+
+
+def test_asking_for_an_input_on_the_terminal() -> None:
+    need = {"id": "api-key", "description": "API key", "password": True, "servers": ["keyed"]}
+    notes: list[str] = []
+    prompts: list[str] = []
+
+    def answers(*replies: str | None) -> Callable[[str], str | None]:
+        queue = list(replies)
+
+        def ask(prompt: str) -> str | None:
+            prompts.append(prompt)
+            return queue.pop(0)
+
+        return ask
+
+    # A password is read hidden; a wrong choice and an empty value are asked again.
+    value = ask_input(need, notes.append, answers("x", "v", "v"), answers("", "s3cret"))
+    assert value == "s3cret"
+    assert "  value (hidden): " in prompts
+    assert notes[0] == "input api-key: API key (used by keyed)"
+    assert "  answer v or r" in notes
+    # A reference is stored as ${NAME}, whichever way it is typed.
+    assert (
+        ask_input(need, notes.append, answers("r", "not a name", "R", "${API_KEY}")) == "${API_KEY}"
+    )
+    assert ask_input(need, notes.append, answers("reference", "API_KEY")) == "${API_KEY}"
+    with pytest.raises(CtlError, match="cancelled"):
+        ask_input(need, notes.append, answers(None))
