@@ -417,8 +417,10 @@ async def test_env_file_and_legacy_sse_at_connect_time(short_tmp: Path) -> None:
     env_file = short_tmp / "server.env"
     env_file.write_text(
         "# comment\nexport FROM_FILE='file value'\nBOTH=from-file\nPLAIN=x # trailing comment\n"
+        'API_TOKEN="canary-envfile-0123456789"\n'
     )
     show = ("--stderr-env", "FROM_FILE", "--stderr-env", "BOTH", "--stderr-env", "PLAIN")
+    show += ("--stderr-env", "API_TOKEN")
     async with legacy_sse_server() as base:
         servers = {
             "dotenv": envdump(*show, envFile=str(env_file), env={"BOTH": "from-env"}),
@@ -437,6 +439,8 @@ async def test_env_file_and_legacy_sse_at_connect_time(short_tmp: Path) -> None:
             # The entry's env wins over the file's.
             for line in ("FROM_FILE=file value", "BOTH=from-env", "PLAIN=x"):
                 assert f"envdump: {line}" in tested["stderrTail"]
+            # The file's secrets are redacted like those under env.
+            assert "envdump: API_TOKEN=[redacted]" in tested["stderrTail"]
             tested = await c.call("servers.test", {"name": "relative"})
             assert "envdump: BOTH=from-file" in tested["stderrTail"]
 

@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import clip_redacted
 from meworkd.base.procgroup import STREAM_ERRORS
-from meworkd.mcp.envfile import EnvFileUnreadable
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
+from meworkd.settings.envfile import EnvFileUnreadable
 
 __all__ = [
     "STREAM_CLOSED",

@@ -29,9 +29,9 @@ from meworkd.base.procgroup import (
     untrack,
 )
 from meworkd.mcp.budget import Outstanding
-from meworkd.mcp.envfile import read_env_file
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
+from meworkd.settings.envfile import read_env_file
 
 __all__ = ["SAFE_ENV", "child_environment", "open_stdio"]
 

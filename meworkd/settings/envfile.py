@@ -2,6 +2,8 @@
 
 Read at connect time, not at import, so an edited file takes effect on the next start and its
 secrets never enter the settings document. Values under the entry's ``env`` win over the file's.
+Its secret values are also read whenever the settings are applied, so the redactor knows them
+(:func:`meworkd.settings.secrets.secret_values`).
 """
 
 import os
