@@ -381,6 +381,13 @@ def test_timeouts_that_are_not_numbers_are_reported() -> None:
     ]
 
 
+def test_an_env_file_on_an_http_server_is_pointed_out() -> None:
+    doc = parsed({"servers": {"h": {"type": "http", "url": "https://h/mcp", "envFile": ".env"}}})
+    assert doc.entries["h"]["envFile"] == ".env"
+    assert warned(doc) == [("h", "envFile")]
+    assert "stdio servers only" in doc.warnings[0]["message"]
+
+
 def test_an_unknown_container_is_explained() -> None:
     with pytest.raises(InvalidParams) as caught:
         parsed({"servers": []})

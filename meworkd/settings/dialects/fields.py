@@ -200,6 +200,8 @@ def _check_transport(out: Translated) -> None:
             "which meworkd does not speak; if connecting fails, use the server's Streamable "
             "HTTP endpoint (often the same address ending in /mcp)",
         )
+    if url is not None and "envFile" in out.entry:
+        out.warn("envFile", "kept, but read for stdio servers only: this one has a url")
     for key in ("envFile", "cwd"):
         value = out.entry.get(key)
         if isinstance(value, str) and "${workspaceFolder}" in value:
