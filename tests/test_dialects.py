@@ -388,6 +388,14 @@ def test_an_env_file_on_an_http_server_is_pointed_out() -> None:
     assert "stdio servers only" in doc.warnings[0]["message"]
 
 
+def test_pasted_yaml_is_explained() -> None:
+    # Goose's config.yaml, pasted as it is.
+    with pytest.raises(InvalidParams) as caught:
+        parse_import("extensions:\n  github:\n    cmd: npx\n    type: stdio\n")
+    assert "not valid JSON" in caught.value.message
+    assert "yq -o json" in caught.value.message
+
+
 def test_an_unknown_container_is_explained() -> None:
     with pytest.raises(InvalidParams) as caught:
         parsed({"servers": []})

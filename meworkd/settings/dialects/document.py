@@ -9,6 +9,7 @@ parser silently keeps the last one.
 """
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,8 @@ __all__ = ["ImportDocument", "parse_import"]
 
 # Keys that mark an object as one server definition rather than a map of them.
 _ENTRY_KEYS = frozenset({"command", "url", "type", "args", "serverUrl", "httpUrl", "cmd", "uri"})
+# A YAML document's top-level key for servers (Goose, Continue), which JSON cannot start with.
+_YAML_KEY = re.compile(r"^(?:extensions|mcpServers)\s*:", re.MULTILINE)
 # The object holding the servers, by format (checked in this order).
 _CONTAINERS = (
     ("mcpServers", "mcpServers"),
@@ -76,8 +79,15 @@ def _load(text: str) -> Any:
     try:
         doc = loads_keyed(text)
     except json.JSONDecodeError as exc:
+        hint = ""
+        if _YAML_KEY.search(text):
+            hint = (
+                "; it looks like YAML (Goose's or Continue's config.yaml): convert it to JSON "
+                "first, e.g. with yq -o json"
+            )
         raise InvalidParams(
-            f"the document is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+            f"the document is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            + hint,
             line=exc.lineno,
             column=exc.colno,
         ) from None
