@@ -330,7 +330,11 @@ def test_goose_extensions_as_json() -> None:
                     "timeout": 300,
                     "type": "builtin",
                 },
-                "remote": {"type": "streamable_http", "uri": "https://example.com/mcp"},
+                "remote": {
+                    "name": "Remote docs",  # not the key: reported
+                    "type": "streamable_http",
+                    "uri": "https://example.com/mcp",
+                },
             }
         }
     )
@@ -345,7 +349,7 @@ def test_goose_extensions_as_json() -> None:
     }
     assert doc.entries["remote"]["url"] == "https://example.com/mcp"
     assert [r["name"] for r in doc.rejected] == ["developer"]
-    assert warned(doc) == [("github", "env_keys")]
+    assert warned(doc) == [("github", "env_keys"), ("remote", "name")]
 
 
 def test_continue_list_form() -> None:

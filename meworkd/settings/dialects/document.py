@@ -142,6 +142,8 @@ def _read_entry(result: ImportDocument, name: str, raw: object, dialect: str) ->
     if not isinstance(raw, dict):
         result.rejected.append({"name": name, "reason": "expected an object"})
         return
+    if dialect == "goose" and str(raw.get("name", "")).lower() == name.lower():
+        raw = {k: v for k, v in raw.items() if k != "name"}  # the key again, as Goose writes it
     try:
         translated = translate(_plain(raw), dialect=dialect)
     except Rejected as exc:

@@ -107,7 +107,6 @@ def _goose(rest: dict[str, Any], out: Translated, dialect: str) -> None:
             "(or as ${VAR} references to meworkd's environment)",
         )
         del rest["env_keys"]
-    rest.pop("name", None)  # Goose repeats the extension's key here
 
 
 def _urls(rest: dict[str, Any], out: Translated, dialect: str) -> None:
