@@ -104,11 +104,27 @@ async def test_every_document_format(env: DaemonEnv) -> None:
 
         reply = await do_import(client, json.dumps(VSCODE, indent=4))
         assert reply["format"] == "vscode"
-        assert reply["added"] == ["github", "local"]
+        assert reply["added"] == ["local"]  # github waits for its ${input:token}
+        assert reply["needsInputs"] == [
+            {"id": "token", "description": "", "password": True, "servers": ["github"]}
+        ]
+        on_disk = servers_on_disk(env)
+        assert "github" not in on_disk
+        assert on_disk["local"] == {
+            "type": "stdio",
+            "command": "uvx",
+            "args": ["mcp-server-time"],
+            "envFile": ".env",
+        }
+        reply = await client.call(
+            "servers.import",
+            {"text": json.dumps(VSCODE), "inputs": {"token": "${GH_TOKEN}"}, "onConflict": "skip"},
+        )
+        assert reply["added"] == ["github"]
+        assert reply["needsInputs"] == []
         on_disk = servers_on_disk(env)
         assert on_disk["github"]["type"] == "streamable_http"
-        assert on_disk["github"]["headers"] == {"Authorization": "Bearer ${input:token}"}
-        assert on_disk["local"] == {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]}
+        assert on_disk["github"]["headers"] == {"Authorization": "Bearer ${GH_TOKEN}"}
 
         reply = await do_import(client, json.dumps(CLAUDE_CODE))
         assert reply["format"] == "mcpServers"
@@ -129,8 +145,8 @@ async def test_every_document_format(env: DaemonEnv) -> None:
             "tail",
             "filesystem",
             "remote",
-            "github",
             "local",
+            "github",
             "sentry",
             "db",
             "time",
@@ -206,7 +222,9 @@ async def test_transports_aliases_and_fields_read(env: DaemonEnv) -> None:
         assert fields["disabledTools"] == ["rm"]
         assert fields["disabledAutoApproveTools"] == ["mv"]
         assert fields["enabled"] is False  # Cline's "disabled": true
-        assert on_disk["fields"]["autoApprove"] == ["ls"]  # other keys are kept as they are
+        assert "autoApprove" not in on_disk["fields"]  # not used, so reported, not stored
+        assert [(w["name"], w["field"]) for w in reply["warnings"]] == [("fields", "autoApprove")]
+        assert "setToolAutoApprove" in reply["warnings"][0]["message"]
         assert "disabled" not in on_disk["fields"]
 
 
@@ -319,11 +337,12 @@ async def test_invalid_documents_write_nothing(env: DaemonEnv) -> None:
 # --- the parser on its own -----------------------------------------------------------------
 
 
-def test_parse_import_keeps_entries_plain_and_drops_vscode_only_keys() -> None:
-    parsed = parse_import(json.dumps(VSCODE))
+def test_parse_import_keeps_entries_plain_and_reads_envfile() -> None:
+    parsed = parse_import(json.dumps(VSCODE), {"token": "t0ken"})
     assert parsed.format == "vscode"
     assert type(parsed.entries["local"]) is dict
-    assert "envFile" not in parsed.entries["local"]
+    assert parsed.entries["local"]["envFile"] == ".env"
+    assert parsed.entries["github"]["headers"] == {"Authorization": "Bearer t0ken"}
 
 
 def test_parse_import_reports_where_the_json_broke() -> None:
@@ -336,3 +355,54 @@ def test_an_empty_server_map_imports_nothing() -> None:
     parsed = parse_import('{"mcpServers": {}}')
     assert parsed.entries == {}
     assert parsed.rejected == []
+
+
+# --- dry runs, inputs and warnings over RPC ------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_dry_run_writes_nothing_and_names_the_inputs_needed(env: DaemonEnv) -> None:
+    document = json.dumps(
+        {
+            "inputs": [{"type": "promptString", "id": "key", "description": "API key"}],
+            "servers": {
+                "keyed": {"command": "srv", "env": {"KEY": "${input:key}"}, "dev": {}},
+                "existing": {"command": "other"},
+                "sse": {"type": "sse", "url": "http://h/sse"},
+            },
+        }
+    )
+    async with daemon_and_client(env) as (_daemon, client):
+        before = env.settings.read_bytes()
+        preview = await client.call(
+            "servers.import", {"text": document, "dryRun": True, "onConflict": "replace"}
+        )
+        assert preview["dryRun"] is True
+        assert preview["added"] == []
+        assert preview["replaced"] == ["existing"]
+        assert [r["name"] for r in preview["rejected"]] == ["sse"]
+        assert preview["needsInputs"] == [
+            {"id": "key", "description": "API key", "password": False, "servers": ["keyed"]}
+        ]
+        # What keyed will lose is said before its input is asked for; sse's is moot.
+        assert preview["warnings"] == [
+            {"name": "keyed", "field": "dev", "message": "not used by meworkd; not imported"}
+        ]
+        assert env.settings.read_bytes() == before
+
+        reply = await client.call(
+            "servers.import", {"text": document, "inputs": {"key": "k-1"}, "onConflict": "skip"}
+        )
+        assert reply["dryRun"] is False
+        assert reply["added"] == ["keyed"]
+        assert reply["warnings"] == [
+            {"name": "keyed", "field": "dev", "message": "not used by meworkd; not imported"}
+        ]
+        assert servers_on_disk(env)["keyed"] == {
+            "type": "stdio",
+            "command": "srv",
+            "env": {"KEY": "k-1"},
+        }
+        with pytest.raises(RpcError) as caught:
+            await client.call("servers.import", {"text": document, "inputs": {"key": 1}})
+        assert caught.value.kind == "invalid_params"

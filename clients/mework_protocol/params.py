@@ -73,6 +73,9 @@ class RenameParams(_Params):
 class ImportParams(_Params):
     text: str
     on_conflict: Literal["error", "replace", "skip"] = "error"
+    # VS Code's ``${input:ID}`` values, by id; a value may itself be a ``${VAR}`` reference.
+    inputs: dict[str, str] = {}
+    dry_run: bool = False
 
 
 class ExportParams(_Params):

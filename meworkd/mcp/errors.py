@@ -21,6 +21,7 @@ from meworkd.base.procgroup import STREAM_ERRORS
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
+from meworkd.settings.envfile import EnvFileUnreadable
 
 __all__ = [
     "STREAM_CLOSED",
@@ -97,6 +98,8 @@ def _safe_url(url: str | None) -> str:
 def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
     """(reason, plain message) for a connect/talk failure, with no Python internals."""
     exc = leaf(exc)
+    if isinstance(exc, EnvFileUnreadable):
+        return "env_file_unreadable", f"could not read envFile {exc.path}: {exc.reason}"
     if isinstance(exc, LedgerUnwritable):
         return (
             "ledger_unwritable",
@@ -147,6 +150,12 @@ def startup_failure(
         return "exited", f"the server exited with code {returncode} during start-up"
     if isinstance(inner, MCPError) and inner.code == CONNECTION_CLOSED and config.type == "stdio":
         return "exited", "the server closed its connection during start-up"
+    if _answers_as_legacy_sse(reason, config, http):
+        return "legacy_sse", (
+            f"{_safe_url(config.url)} is an old HTTP+SSE endpoint; that transport is not "
+            "supported: use the server's Streamable HTTP endpoint instead (often the same "
+            "address ending in /mcp instead of /sse)"
+        )
     if reason == "protocol_error" and http is not None and http.last is not None:
         # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
         status, body = http.last
@@ -155,6 +164,15 @@ def startup_failure(
             f": {text}" if text else ""
         )
     return reason, message
+
+
+def _answers_as_legacy_sse(reason: str, config: ServerConfig, http: HttpErrors | None) -> bool:
+    """Whether a failed HTTP start-up met an old HTTP+SSE server (see :class:`HttpErrors`), or
+    failed on an address whose path names that transport (``.../sse``)."""
+    if config.type != "streamable_http" or http is None or reason == "connect_failed":
+        return False
+    path = urlsplit(config.url or "").path.rstrip("/")
+    return http.legacy_sse or path.endswith("/sse")
 
 
 def invalid_listing(what: str, exc: ValidationError) -> InvalidListing:

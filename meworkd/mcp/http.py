@@ -13,6 +13,7 @@ its size in memory.
 """
 
 import functools
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -49,6 +50,9 @@ class HttpErrors:
     last: tuple[int, str] | None = None
     # A request that carried the session id got 404: the server forgot the session.
     session_forgotten: bool = False
+    # The server answered as an old HTTP+SSE one: 405 to a POST (its stream endpoint takes GET
+    # only), or an SSE stream announcing an ``endpoint`` to post messages to.
+    legacy_sse: bool = False
 
 
 @functools.cache
@@ -79,7 +83,9 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
     assert config.url is not None
 
     async def record_error(response: httpx2.Response) -> None:
-        _cap_body(response)
+        _cap_body(response, errors)
+        if response.status_code == 405 and response.request.method == "POST":
+            errors.legacy_sse = True
         if response.status_code < 400:
             return
         text = ""
@@ -106,7 +112,7 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
         yield read, write
 
 
-def _cap_body(response: httpx2.Response) -> None:
+def _cap_body(response: httpx2.Response, errors: HttpErrors) -> None:
     """Bound ``response``'s body by the budget of the request it answers (see the module)."""
     budget = REPLY_BUDGET.get()
     request = response.request
@@ -127,11 +133,14 @@ def _cap_body(response: httpx2.Response) -> None:
         request_id,
         sse=kind == "text/event-stream",
         refuse=compressed,
+        errors=errors,
     )
 
 
 # An SSE event ends at an empty line: a line end (CRLF, LF or CR) right after another.
 _EVENT_ENDS = (b"\n\n", b"\n\r", b"\r\r")
+# The first event of an old HTTP+SSE server's stream: where to POST messages.
+_LEGACY_ENDPOINT_EVENT = re.compile(rb"(?:^|[\r\n])event: ?endpoint\r?[\r\n]")
 
 
 class _CappedBody(httpx2.AsyncByteStream):
@@ -151,7 +160,9 @@ class _CappedBody(httpx2.AsyncByteStream):
         *,
         sse: bool,
         refuse: bool,
+        errors: HttpErrors,
     ) -> None:
+        self._errors = errors
         self._inner = inner
         self._budget = budget
         self._limit = MESSAGE_LIMIT if budget is None else budget.limit
@@ -170,6 +181,10 @@ class _CappedBody(httpx2.AsyncByteStream):
             if self._sse:
                 end = max(held.rfind(mark, start) for mark in _EVENT_ENDS)
                 if end >= 0:
+                    if _LEGACY_ENDPOINT_EVENT.search(held, 0, end + 2):
+                        # Not an answer this client will ever get: fail now, not at the timeout.
+                        self._errors.legacy_sse = True
+                        raise httpx2.StreamError("an old HTTP+SSE server's endpoint event")
                     yield bytes(held[: end + 2])
                     del held[: end + 2]
             if len(held) > self._limit:

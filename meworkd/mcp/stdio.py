@@ -31,6 +31,7 @@ from meworkd.base.procgroup import (
 from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
 from meworkd.settings import ServerConfig
+from meworkd.settings.envfile import read_env_file
 
 __all__ = ["SAFE_ENV", "child_environment", "open_stdio"]
 
@@ -70,8 +71,11 @@ async def open_stdio(
     Raises:
         FileNotFoundError: the command does not exist.
         PermissionError: the command is not executable.
+        EnvFileUnreadable: the entry's ``envFile`` could not be read.
     """
     assert config.command is not None
+    # Its values first, so the entry's own ``env`` takes precedence over the file.
+    from_file = read_env_file(config.env_file, config.cwd) if config.env_file else {}
     # Set last so an entry's ``env`` cannot take another session's helpers for its own.
     session = secrets.token_hex(16)
     process = await open_group(
@@ -80,7 +84,7 @@ async def open_stdio(
         stdout=PIPE,
         stderr=PIPE,
         cwd=_expand_user(config.cwd),
-        env=child_environment(environ, config.env) | {SESSION_VAR: session},
+        env=child_environment(environ, from_file | config.env) | {SESSION_VAR: session},
     )
     try:
         on_spawn(process.pid)

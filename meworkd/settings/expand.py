@@ -49,6 +49,7 @@ def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -
         command=one(config.command, "command"),
         args=tuple(expand(a, environ, f"{name}.args") for a in config.args),
         env={k: expand(v, environ, f"{name}.env.{k}") for k, v in config.env.items()},
+        env_file=one(config.env_file, "envFile"),
         cwd=one(config.cwd, "cwd"),
         url=one(config.url, "url"),
         headers={k: expand(v, environ, f"{name}.headers.{k}") for k, v in config.headers.items()},

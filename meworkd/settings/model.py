@@ -27,7 +27,7 @@ __all__ = [
 DEFAULT_TIMEOUT_SECONDS = 60
 
 # Fields whose change needs a new connection; every other field applies to live sessions.
-CONNECTION_FIELDS = ("type", "command", "args", "env", "cwd", "url", "headers")
+CONNECTION_FIELDS = ("type", "command", "args", "env", "envFile", "cwd", "url", "headers")
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -43,6 +43,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = {}
+    # A dotenv file (VS Code's envFile) read when a stdio server starts; ``env`` wins over it.
+    env_file: str | None = None
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = {}
@@ -64,6 +66,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             self.command,
             self.args,
             tuple(sorted(self.env.items())),
+            self.env_file,
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),

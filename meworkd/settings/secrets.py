@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from meworkd.base.log import REDACTED
+from meworkd.settings.envfile import EnvFileUnreadable, read_env_file
 from meworkd.settings.expand import VARIABLE, UnsetVariable, expand
 from meworkd.settings.model import ServerConfig
 
@@ -195,6 +196,19 @@ def _expanded(value: str, environ: Mapping[str, str]) -> str | None:
         return None
 
 
+def _env_file_secrets(config: ServerConfig, environ: Mapping[str, str]) -> list[str]:
+    """The secret values of the entry's ``envFile`` as it reads now (none if it cannot be read:
+    the server then fails to start, saying why)."""
+    if not config.env_file:
+        return []
+    try:
+        cwd = expand(config.cwd, environ) if config.cwd else None
+        values = read_env_file(expand(config.env_file, environ), cwd)
+    except (UnsetVariable, EnvFileUnreadable):
+        return []
+    return [v for k, v in values.items() if k not in config.env and _whole_is_secret("env", k, v)]
+
+
 def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]:
     """Every secret of ``config`` (raw and expanded forms) for the redactor, longest first."""
     found: set[str] = set()
@@ -215,6 +229,7 @@ def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]
                 if credential := _SCHEME.match(form):
                     parts.add(credential[1])
         found |= parts
+    found |= set(_env_file_secrets(config, environ))
     return sorted(
         (s for s in found if len(s) >= _MIN_SECRET_LENGTH and not _is_reference_only(s)),
         key=len,

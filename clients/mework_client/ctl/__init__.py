@@ -39,12 +39,8 @@ from mework_client.ctl.layout import Style, format_table
 from mework_client.ctl.main import main, run
 from mework_client.ctl.parser import COMMANDS, GROUPS, build_parser, parse_args
 from mework_client.ctl.presets import format_presets
-from mework_client.ctl.servers import (
-    _import_failed,
-    format_import,
-    format_server,
-    format_servers,
-)
+from mework_client.ctl.servers import format_import, format_server, format_servers
+from mework_client.ctl.servers_import import import_failed as _import_failed
 from mework_client.ctl.servers_probe import _test_failed, format_logs, format_test
 from mework_client.ctl.settings import format_mcp_options, format_reload
 from mework_client.ctl.turn import _call_failed, format_call, format_turn

@@ -18,7 +18,6 @@ from mework_client.ctl.command import (
     pair,
     pick,
     plus,
-    read_text,
     say,
     show,
 )
@@ -37,6 +36,7 @@ from mework_client.ctl.layout import (
     truncate,
     when,
 )
+from mework_client.ctl.servers_import import format_import, run_import
 
 __all__ = [
     "COMMANDS",
@@ -125,40 +125,6 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
     return text
 
 
-def format_import(result: Any, style: Style = PLAIN) -> str:
-    r = obj(result)
-    rows: list[list[object]] = []
-    for outcome, colour in [
-        ("added", GREEN),
-        ("replaced", GREEN),
-        ("skipped", ""),
-        ("rejected", RED),
-    ]:
-        for entry in r.get(outcome) or []:
-            name, reason = (
-                (entry.get("name"), entry.get("reason"))
-                if isinstance(entry, dict)
-                else (entry, None)
-            )
-            rows.append([Cell(outcome, colour), name, reason])
-    counts = ", ".join(
-        f"{len(r.get(k) or [])} {k}" for k in ("added", "replaced", "skipped", "rejected")
-    )
-    lines = (
-        [format_table(["RESULT", "NAME", "REASON"], rows, style)] if rows else ["Nothing imported."]
-    )
-    if r.get("duplicates"):
-        dupes = ", ".join(map(str, r["duplicates"]))
-        lines.append(style.red(f"duplicate names in the document (not imported): {dupes}"))
-    lines.append(f"{counts}" + (f" (format: {r['format']})" if r.get("format") else ""))
-    return "\n".join(lines)
-
-
-def _import_failed(result: Any) -> str | None:
-    rejected = obj(result).get("rejected") or []
-    return f"{len(rejected)} entries were rejected" if rejected else None
-
-
 def _server_params(args: argparse.Namespace) -> dict[str, Any]:
     """``servers add``: the entry from the flags (stdio after ``--``, or ``--url``)."""
     command: list[str] = args.command
@@ -187,10 +153,6 @@ def _server_params(args: argparse.Namespace) -> dict[str, Any]:
     }
     server.update({k: v for k, v in optional.items() if v is not None})
     return {"name": args.name, "server": server}
-
-
-def _import_params(args: argparse.Namespace) -> dict[str, Any]:
-    return {"text": read_text(args.file), "onConflict": args.on_conflict}
 
 
 def _added(result: Any, args: argparse.Namespace, style: Style) -> str:
@@ -320,8 +282,9 @@ COMMANDS: tuple[Command, ...] = (
     _enable_command("disable", False),
     Command(
         "servers import",
-        "import servers from an mcpServers JSON document",
-        "meworkctl servers import ~/.cursor/mcp.json\n  pbpaste | meworkctl servers import -",
+        "import servers from another MCP host's JSON document",
+        "meworkctl servers import ~/.cursor/mcp.json\n  pbpaste | meworkctl servers import -\n"
+        "  meworkctl servers import .vscode/mcp.json --input api-key='${API_KEY}'",
         method="servers.import",
         args=(
             arg("file", metavar="FILE", help="the JSON file, or - for stdin"),
@@ -332,14 +295,23 @@ COMMANDS: tuple[Command, ...] = (
                 help="when a name is already registered: reject the entry (default), replace "
                 "the registered one, or skip it",
             ),
+            arg(
+                "--input",
+                action="append",
+                type=pair,
+                metavar="ID=VALUE",
+                help="a value for VS Code's ${input:ID} (repeatable); a ${VAR} value stores that "
+                "reference to meworkd's environment instead",
+            ),
+            arg("--dry-run", action="store_true", help="show what would happen; change nothing"),
         ),
-        params=_import_params,
-        render=show(format_import),
-        failed=_import_failed,
-        details='Reads Claude Desktop/Cline/Cursor {"mcpServers": ...}, VS Code '
-        '{"servers": ...}, Claude Code .mcp.json or a bare map of servers. Names that '
-        "appear twice in the document are reported, not merged. Exits 1 if any entry "
-        "was rejected.",
+        run=run_import,
+        details="Reads Claude Desktop/Claude Code/Cursor/Windsurf/Cline/Roo/Gemini CLI "
+        '{"mcpServers": ...}, VS Code {"servers": ...}, Zed {"context_servers": ...}, Goose '
+        '{"extensions": ...} (as JSON), Continue\'s mcpServers list or a bare map of servers. '
+        "Fields meworkd does not use are listed as warnings. Values the document asks for with "
+        "${input:ID} are asked on the terminal (or given with --input). Names that appear twice "
+        "are reported, not merged. Exits 1 if any entry was rejected or an input is missing.",
     ),
     Command(
         "servers export",

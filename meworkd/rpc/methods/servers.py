@@ -100,12 +100,23 @@ async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict
 
 @group.add("servers.import", params.ImportParams)
 async def import_(s: Services, _conn: Connection, p: params.ImportParams) -> dict[str, Any]:
-    parsed = parse_import(p.text)
-    report = await s.store.mutate(
-        lambda doc: edits.import_servers(doc, parsed.entries, p.on_conflict)
-    )
+    parsed = parse_import(p.text, p.inputs)
+
+    def apply(doc: dict[str, Any]) -> dict[str, list[Any]]:
+        return edits.import_servers(doc, parsed.entries, p.on_conflict)
+
+    # A dry run applies the import to a copy: the result says what would happen, nothing is written.
+    report = apply(s.store.document()) if p.dry_run else await s.store.mutate(apply)
     report["rejected"] = parsed.rejected + report["rejected"]
-    return {"format": parsed.format, "duplicates": parsed.duplicates, **report}
+    rejected = {r["name"] for r in report["rejected"]}
+    return {
+        "format": parsed.format,
+        "dryRun": p.dry_run,
+        "duplicates": parsed.duplicates,
+        **report,
+        "warnings": [w for w in parsed.warnings if w["name"] not in rejected],
+        "needsInputs": parsed.needs_inputs,
+    }
 
 
 @group.add("servers.export", params.ExportParams)
