@@ -31,6 +31,7 @@ __all__ = [
     "bind",
     "bind_names",
     "digest",
+    "needs_tasks_reason",
     "rebind",
     "select",
     "shown_name",
@@ -199,10 +200,14 @@ def bind(
     """
     pairs: list[tuple[str, str]] = []
     by_pair: dict[tuple[str, str], ToolInfo] = {}
+    problems: list[dict[str, str]] = []
     for server in servers:
         config = settings.servers[server]
         for tool in listings.get(server, []):
             if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
+                continue
+            if tool.needs_tasks:
+                problems.append({"server": server, "reason": needs_tasks_reason(tool.name)})
                 continue
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
@@ -213,7 +218,7 @@ def bind(
         tool = by_pair[(server, tool_name_)]
         meta = requires_user_interaction(tool.meta)
         bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
-    problems = [
+    problems += [
         {
             "server": c.server,
             "reason": f"tool {c.tool!r} was left out: its name {c.name} "
@@ -222,6 +227,14 @@ def bind(
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def needs_tasks_reason(tool: str) -> str:
+    """Why a tool that only runs as a task (``execution.taskSupport: "required"``) is left out."""
+    return (
+        f'tool {tool!r} was left out: it needs tasks (execution.taskSupport is "required"), '
+        "which meworkd cannot drive"
+    )
 
 
 def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) -> str | None:
@@ -248,7 +261,7 @@ def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) ->
 def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> Binding | str:
     """``binding`` against its redefined server's ``listing``, or why it is gone."""
     for tool in listing:
-        if tool.name == binding.tool:
+        if tool.name == binding.tool and not tool.needs_tasks:
             return Binding(
                 binding.server,
                 tool.name,
