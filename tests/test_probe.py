@@ -117,7 +117,9 @@ async def test_failures_are_named_plainly(short_tmp: Path) -> None:
 
             missing = results["missing"]
             assert missing["reason"] == "command_not_found"
-            assert missing["error"] == "command not found: /nonexistent/mework-test-server"
+            assert missing["error"] == (
+                "command not found: /nonexistent/mework-test-server (no such file)"
+            )
 
             exits = results["exits"]
             assert exits["reason"] == "exited"

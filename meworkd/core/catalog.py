@@ -159,7 +159,11 @@ def select(servers: Sequence[str], settings: Settings) -> tuple[list[str], list[
     wanted = list(dict.fromkeys(servers))
     selected = [n for n in wanted if n in settings.servers and settings.servers[n].enabled]
     failures = [
-        {"server": n, "reason": f"invalid settings entry: {settings.server_errors[n]}"}
+        {
+            "server": n,
+            "reason": f"invalid settings entry: {settings.server_errors[n]}",
+            "kind": "invalid_entry",
+        }
         for n in wanted
         if n not in settings.servers and n in settings.server_errors
     ]
@@ -207,7 +211,8 @@ def bind(
             if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
                 continue
             if tool.needs_tasks:
-                problems.append({"server": server, "reason": needs_tasks_reason(tool.name)})
+                reason = needs_tasks_reason(tool.name)
+                problems.append({"server": server, "reason": reason, "kind": "needs_tasks"})
                 continue
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
@@ -221,6 +226,7 @@ def bind(
     problems += [
         {
             "server": c.server,
+            "kind": "name_collision",
             "reason": f"tool {c.tool!r} was left out: its name {c.name} "
             f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}",
         }

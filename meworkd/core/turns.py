@@ -118,7 +118,8 @@ class Turns:
                     conversation_id, server, config, list_tools, within=config.timeout
                 )
             except MeworkError as exc:
-                failures.append({"server": server, "reason": exc.message})
+                kind = str(exc.data.get("reason", exc.kind))
+                failures.append({"server": server, "reason": exc.message, "kind": kind})
 
         async with anyio.create_task_group() as tg:
             for server in servers:
