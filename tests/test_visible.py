@@ -44,11 +44,13 @@ async def test_broken_settings_show_in_list_get_and_status(short_tmp: Path) -> N
         assert list(health["invalidServers"]) == ["bad"]
         assert health["path"] == str(path)
         text = format_servers(listed)
-        assert "invalid" in text and "bad" in text
+        assert "invalid" in text
+        assert "bad" in text
         assert any("settings error:" in line and "dup" in line for line in text.splitlines())
 
         got = await c.call("servers.get", {"name": "bad"})
-        assert got["status"] == "invalid" and got["error"]
+        assert got["status"] == "invalid"
+        assert got["error"]
         assert got["settings"]["state"] == "problems"
         assert "error: " in format_server(got)
 
@@ -97,7 +99,8 @@ async def test_messages_say_what_to_do_and_keep_their_kind(short_tmp: Path) -> N
         assert unset["reason"] == "unset_variable"
         assert "meworkd's environment" in unset["error"]
         assert "systemctl --user set-environment MW_SURELY_UNSET_VARIABLE=" in unset["error"]
-        assert "EnvironmentFile=" in unset["error"] and "envFile" in unset["error"]
+        assert "EnvironmentFile=" in unset["error"]
+        assert "envFile" in unset["error"]
         assert "[unset_variable]" in format_test(unset)
 
         missing = await c.call("servers.test", {"name": "nopath"})

@@ -88,6 +88,7 @@ async def update(s: Services, _conn: Connection, p: params.UpdateServerParams) -
 async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.remove_server(doc, p.name))
     s.logs.forget(p.name)
+    s.inventory.forget(p.name)
     touched = s.live().state.replace_server_in_selections(p.name, None)
     return {"removed": p.name, "conversationsUpdated": touched}
 
@@ -96,6 +97,7 @@ async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[s
 async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.rename_server(doc, p.name, p.new_name))
     s.logs.rename(p.name, p.new_name)
+    s.inventory.rename(p.name, p.new_name)
     touched = s.live().state.replace_server_in_selections(p.name, p.new_name)
     return {**describe(s, p.new_name), "conversationsUpdated": touched}
 
