@@ -204,15 +204,14 @@ def bind(
     """
     pairs: list[tuple[str, str]] = []
     by_pair: dict[tuple[str, str], ToolInfo] = {}
-    problems: list[dict[str, str]] = []
     for server in servers:
         config = settings.servers[server]
         for tool in listings.get(server, []):
             if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
                 continue
             if tool.needs_tasks:
-                reason = needs_tasks_reason(tool.name)
-                problems.append({"server": server, "reason": reason, "kind": "needs_tasks"})
+                # Never offered; Test connection and servers.tools show it as needing tasks
+                # (not a turn failure: the server works, and the model need not hear of it).
                 continue
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
@@ -223,7 +222,7 @@ def bind(
         tool = by_pair[(server, tool_name_)]
         meta = requires_user_interaction(tool.meta)
         bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
-    problems += [
+    problems = [
         {
             "server": c.server,
             "kind": "name_collision",
