@@ -7,9 +7,11 @@ One daemon for the module's one test: each inspection dials a Node process, so t
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mework_client import RpcError
 from mework_client.aio import AsyncClient, connect
@@ -145,3 +147,22 @@ async def test_prompts_resources_completion_and_last_reported(short_tmp: Path) -
         # Inspection never uses or adds to the pool beyond the turn's, and leaves nothing running.
         assert {s.conversation for s in daemon.pool.sessions} == {turn["conversationId"]}
         await wait_gone(descendants() - before - {s.pid for s in daemon.pool.sessions})
+
+
+async def test_meworkctl_inspection_commands(short_tmp: Path) -> None:
+    servers = {"plain": envdump(), "unset": envdump(env={"T": "${MW_SURELY_UNSET_VARIABLE}"})}
+    ctl = [str(Path(sys.executable).parent / "meworkctl")]
+    async with start_daemon(short_tmp, servers) as (_daemon, sock):
+        base = [*ctl, "--socket", str(sock), "servers"]
+        shown = await anyio.run_process([*base, "resources", "plain"], check=False)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.decode().strip() == "Resources: not offered by this server"
+
+        # A server's failure keeps its kind, and its classified reason, on the terminal.
+        failed = await anyio.run_process([*base, "prompts", "unset"], check=False)
+        assert failed.returncode == 1
+        assert "(server_unavailable: unset_variable)" in failed.stderr.decode()
+
+        usage = await anyio.run_process([*base, "complete", "plain", "x"], check=False)
+        assert usage.returncode == 2
+        assert "give either --prompt PROMPT or --template URI_TEMPLATE" in usage.stderr.decode()

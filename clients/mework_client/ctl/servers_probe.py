@@ -176,8 +176,8 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
-        details="There is no separate method for this: it dials the server like "
-        "'servers test' and prints only the tools table.",
+        details="It dials the server like 'servers test' and prints only the tools table "
+        "(the servers.tools method returns what the server last reported, without dialing).",
     ),
     Command(
         "servers logs",
