@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mework_client.aio import connect
+from mework_client.ctl.servers_probe import format_test
 
 from tests.daemon_helpers import (
     MODERN_ONLY,
@@ -207,6 +208,7 @@ async def test_optional_sections_not_offered_and_task_only_tools_left_out(
         # official mcp-server-sqlite); one tool runs only as a task.
         "sqlite_like": envdump("--claims-prompts-resources", "--task-tool"),
         "bare": envdump(),
+        "no_templates": envdump("--resources-no-templates"),
     }
     async with start_daemon(short_tmp, servers) as (_daemon, sock), connect(sock) as c:
         result = await c.call("servers.test", {"name": "sqlite_like"})
@@ -226,6 +228,17 @@ async def test_optional_sections_not_offered_and_task_only_tools_left_out(
         assert {"tool": "research", "problem": "needs_tasks"} in [
             {k: p[k] for k in ("tool", "problem")} for p in result["problems"]
         ]
+        partial = await c.call("servers.test", {"name": "no_templates"})
+        assert partial["ok"] is True
+        assert partial["offered"] == {
+            "prompts": False,
+            "resources": True,
+            "resourceTemplates": False,
+        }
+        assert [r["uri"] for r in partial["resources"]] == ["mem://only"]
+        assert partial["resourceTemplates"] is None
+        assert "Resources (1):" in format_test(partial)
+        assert "Prompts: not offered by this server" in format_test(partial)
         bare = await c.call("servers.test", {"name": "bare"})
         assert bare["ok"] is True
         assert bare["offered"] == {"prompts": False, "resources": False, "resourceTemplates": False}

@@ -28,7 +28,9 @@ description and as a property of its input schema; a call answers ``"named"``.
 long, one whose ``inputSchema`` has a root-level ``anyOf``, and the tool ``env`` listed twice.
 ``--no-schema-tool`` adds a tool without any ``inputSchema`` (invalid per the MCP schema).
 ``--claims-prompts-resources`` declares the prompts and resources capabilities and still answers
-their lists with ``-32601`` (as the official ``mcp-server-sqlite`` does).
+their lists with ``-32601``; ``--resources-no-templates`` lists one resource ``mem://only`` and
+answers ``resources/templates/list`` with ``-32601`` (as the official ``mcp-server-sqlite``,
+built on mcp 1.x's lowlevel server, does).
 ``--task-tool`` adds a tool ``research`` with ``execution.taskSupport: "required"``.
 """
 
@@ -91,6 +93,7 @@ def main() -> None:
     p.add_argument("--tool-named-env", metavar="NAME")
     p.add_argument("--claims-prompts-resources", action="store_true")
     p.add_argument("--task-tool", action="store_true")
+    p.add_argument("--resources-no-templates", action="store_true")
     args = p.parse_args()
     key = os.environ.get(args.key_env or "", "")
     named = os.environ.get(args.tool_named_env or "", "")
@@ -102,7 +105,7 @@ def main() -> None:
     if args.task_tool:
         tools.append(TASK_TOOL)
     capabilities: dict = {"tools": {}}
-    if args.claims_prompts_resources:
+    if args.claims_prompts_resources or args.resources_no_templates:
         capabilities.update(prompts={}, resources={})
     if key:
         schema = {"type": "object", "properties": {key: {"type": "string"}}}
@@ -136,6 +139,8 @@ def main() -> None:
             result = {}
         elif method == "tools/list":
             result = {"tools": tools}
+        elif method == "resources/list" and args.resources_no_templates:
+            result = {"resources": [{"uri": "mem://only", "name": "only"}]}
         elif method == "tools/call" and params.get("name") == "env":
             result = text(dict(os.environ))
         elif method == "tools/call" and params.get("name") == "initialize":
