@@ -6,6 +6,7 @@ One daemon for the module's one test: each inspection dials a Node process, so t
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.peers]
 
 EVERYTHING = PEERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 NODE = shutil.which("node")
+SECRET = "mw-inspect-secret-4f1c2a9e"
 LIMIT = 20  # mcp.max_reply_bytes: shorter than the prompt and the blob below
 
 
@@ -150,7 +152,12 @@ async def test_prompts_resources_completion_and_last_reported(short_tmp: Path) -
 
 
 async def test_meworkctl_inspection_commands(short_tmp: Path) -> None:
-    servers = {"plain": envdump(), "unset": envdump(env={"T": "${MW_SURELY_UNSET_VARIABLE}"})}
+    servers = {
+        "plain": envdump(),
+        "unset": envdump(env={"T": "${MW_SURELY_UNSET_VARIABLE}"}),
+        # A tool named after the server's secret: what a turn discovered is shown redacted.
+        "named": envdump("--tool-named-env", "API_TOKEN", env={"API_TOKEN": SECRET}),
+    }
     ctl = [str(Path(sys.executable).parent / "meworkctl")]
     async with start_daemon(short_tmp, servers) as (_daemon, sock):
         base = [*ctl, "--socket", str(sock), "servers"]
@@ -162,6 +169,12 @@ async def test_meworkctl_inspection_commands(short_tmp: Path) -> None:
         failed = await anyio.run_process([*base, "prompts", "unset"], check=False)
         assert failed.returncode == 1
         assert "(server_unavailable: unset_variable)" in failed.stderr.decode()
+
+        async with connect(sock) as c:
+            await begin_turn(c, ["named"])
+            last = await c.call("servers.tools", {"name": "named"})
+        assert last["reported"]["tools"]["source"] == "turn"
+        assert SECRET not in json.dumps(last)
 
         usage = await anyio.run_process([*base, "complete", "plain", "x"], check=False)
         assert usage.returncode == 2

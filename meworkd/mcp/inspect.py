@@ -104,8 +104,9 @@ def get_prompt(
 
     async def request(client: ClientSession, caps: dict[str, Any]) -> dict[str, Any]:
         del caps  # a prompt the server does not offer is its own "not found"
-        result = await client.get_prompt(prompt, arguments)
-        assert isinstance(result, types.GetPromptResult)  # input_required is not allowed
+        result = await client.get_prompt(prompt, arguments, allow_input_required=True)
+        if isinstance(result, types.InputRequiredResult):
+            raise _asks_for_input("prompts/get")
         shown = _dump(result)
         cutter = _Cutter(limit)
         for message in shown.get("messages", []):
@@ -122,8 +123,9 @@ def read_resource(uri: str, limit: int) -> InspectionRequest[dict[str, Any]]:
 
     async def request(client: ClientSession, caps: dict[str, Any]) -> dict[str, Any]:
         del caps
-        result = await client.read_resource(uri)
-        assert isinstance(result, types.ReadResourceResult)
+        result = await client.read_resource(uri, allow_input_required=True)
+        if isinstance(result, types.InputRequiredResult):
+            raise _asks_for_input("resources/read")
         cutter = _Cutter(limit)
         contents = [_dump(c) for c in result.contents]
         for content in contents:
@@ -131,6 +133,17 @@ def read_resource(uri: str, limit: int) -> InspectionRequest[dict[str, Any]]:
         return {"contents": contents, "cut": cutter.cut}
 
     return request
+
+
+def _asks_for_input(method: str) -> TalkFailed:
+    # A 2026-07-28 server may answer with input requests (a form, a sampling); inspection has
+    # no person or conversation to route them to, so it says so instead of guessing.
+    return TalkFailed(
+        f"the server asks for input (elicitation or sampling) to answer {method}; "
+        "inspection does not answer such requests",
+        reason="input_required",
+        call_text="",
+    )
 
 
 class _Cutter:

@@ -67,7 +67,9 @@ async def _inspect(s: Services, name: str, request: mcp.InspectionRequest[Any]) 
 @group.add("servers.tools", params.NameParams)
 async def tools(s: Services, _conn: Connection, p: params.NameParams) -> dict[str, Any]:
     _config(s, p.name)
-    return {"name": p.name, **s.inventory.get(p.name)}
+    # A turn's discovery is recorded as the server sent it: redacted here, like servers.test.
+    last: dict[str, Any] = s.redactor.redact_value(s.inventory.get(p.name))  # type: ignore[assignment]
+    return {"name": p.name, **last}
 
 
 @group.add("servers.prompts", params.NameParams)
