@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mework_client.aio import connect
+from mework_client.ctl.servers_probe import format_test
 
 from tests.daemon_helpers import (
     MODERN_ONLY,
@@ -73,6 +74,7 @@ async def test_servers_test_lists_everything_records_server_info_and_cleans_up(
         assert result["protocolVersion"] == "2025-11-25"
         assert result["capabilities"]["tools"] == {"listChanged": True}
         assert result["problems"] == []
+        assert result["offered"] == {"prompts": True, "resources": True, "resourceTemplates": True}
         info = result["serverInfo"]
         assert (info["name"], info["version"]) == ("kit", "9.9.9")
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", info["testedAt"])
@@ -116,7 +118,9 @@ async def test_failures_are_named_plainly(short_tmp: Path) -> None:
 
             missing = results["missing"]
             assert missing["reason"] == "command_not_found"
-            assert missing["error"] == "command not found: /nonexistent/mework-test-server"
+            assert missing["error"] == (
+                "command not found: /nonexistent/mework-test-server (no such file)"
+            )
 
             exits = results["exits"]
             assert exits["reason"] == "exited"
@@ -194,3 +198,53 @@ async def test_problems_the_model_would_hit_are_reported(short_tmp: Path) -> Non
         assert [f["server"] for f in turn["failures"]] == ["schemaless"]
         assert "inputSchema" in turn["failures"][0]["reason"]
         assert {b["server"] for b in turn["bindings"].values()} == {"lint"}
+
+
+async def test_optional_sections_not_offered_and_task_only_tools_left_out(
+    short_tmp: Path,
+) -> None:
+    servers = {
+        # Announces prompts and resources, answers their lists "method not found" (like the
+        # official mcp-server-sqlite); one tool runs only as a task.
+        "sqlite_like": envdump("--claims-prompts-resources", "--task-tool"),
+        "bare": envdump(),
+        "no_templates": envdump("--resources-no-templates"),
+    }
+    async with start_daemon(short_tmp, servers) as (_daemon, sock), connect(sock) as c:
+        result = await c.call("servers.test", {"name": "sqlite_like"})
+        assert result["ok"] is True, result
+        assert result["capabilities"]["prompts"] == {}
+        assert (result["prompts"], result["resources"], result["resourceTemplates"]) == (
+            None,
+            None,
+            None,
+        )
+        assert result["offered"] == {
+            "prompts": False,
+            "resources": False,
+            "resourceTemplates": False,
+        }
+        assert result["sectionErrors"] == {}
+        assert {"tool": "research", "problem": "needs_tasks"} in [
+            {k: p[k] for k in ("tool", "problem")} for p in result["problems"]
+        ]
+        partial = await c.call("servers.test", {"name": "no_templates"})
+        assert partial["ok"] is True
+        assert partial["offered"] == {
+            "prompts": False,
+            "resources": True,
+            "resourceTemplates": False,
+        }
+        assert [r["uri"] for r in partial["resources"]] == ["mem://only"]
+        assert partial["resourceTemplates"] is None
+        assert "Resources (1):" in format_test(partial)
+        assert "Prompts: not offered by this server" in format_test(partial)
+        bare = await c.call("servers.test", {"name": "bare"})
+        assert bare["ok"] is True
+        assert bare["offered"] == {"prompts": False, "resources": False, "resourceTemplates": False}
+
+        # In a turn the task-only tool is not offered (and the server has not failed).
+        turn = await begin_turn(c, ["sqlite_like"])
+        assert "research" not in {b["tool"] for b in turn["bindings"].values()}
+        assert "env" in {b["tool"] for b in turn["bindings"].values()}
+        assert turn["failures"] == []

@@ -17,8 +17,10 @@ __all__ = [
     "BeginParams",
     "CallToolParams",
     "CancelParams",
+    "CompleteParams",
     "CreateConversationParams",
     "ExportParams",
+    "GetPromptParams",
     "GetServerParams",
     "IdParams",
     "ImportParams",
@@ -27,6 +29,7 @@ __all__ = [
     "NameParams",
     "NoParams",
     "PresetParams",
+    "ReadResourceParams",
     "RenameParams",
     "RespondParams",
     "SubscribeParams",
@@ -105,6 +108,25 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
 class PresetParams(_Params):
     name: str
     preset: dict[str, Any]
+
+
+class GetPromptParams(_Params):
+    name: str
+    prompt: str
+    arguments: dict[str, str] = {}
+
+
+class ReadResourceParams(_Params):
+    name: str
+    uri: str
+
+
+class CompleteParams(_Params):
+    name: str
+    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
+    argument: dict[str, Any]  # {name, value}
+    # Earlier arguments' values (MCP's context.arguments; "context" is the RPC layer's own).
+    context_arguments: dict[str, str] | None = None
 
 
 class LogsParams(_Params):

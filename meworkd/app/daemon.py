@@ -30,6 +30,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
@@ -72,6 +73,7 @@ class Daemon:
         self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
         self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
         self.approvals = Approvals(self.bus, self.redactor.redact)
+        self.inventory = Inventory()
         self.state = DaemonState.CREATED
         self._live: Live | None = None
         self.started_at = time.monotonic()
@@ -86,6 +88,7 @@ class Daemon:
             uptime=self.uptime,
             shutdown=self.request_shutdown,
             live=self.live,
+            inventory=self.inventory,
         )
         self.methods = build_table(self.services)
         self.rpc = RpcServer(
@@ -110,7 +113,13 @@ class Daemon:
             self.store.open()
             db = StateDB(self.paths.database)
             turns = Turns(
-                self.store, self.pool, self.approvals, db, self.bus, self.redactor.redact_value
+                self.store,
+                self.pool,
+                self.approvals,
+                db,
+                self.bus,
+                self.redactor.redact_value,
+                inventory=self.inventory,
             )
             self._live, self.state = Live(db, turns), DaemonState.RUNNING
             self._refresh_secrets(self.store.settings)

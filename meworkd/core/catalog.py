@@ -31,6 +31,7 @@ __all__ = [
     "bind",
     "bind_names",
     "digest",
+    "needs_tasks_reason",
     "rebind",
     "select",
     "shown_name",
@@ -158,7 +159,11 @@ def select(servers: Sequence[str], settings: Settings) -> tuple[list[str], list[
     wanted = list(dict.fromkeys(servers))
     selected = [n for n in wanted if n in settings.servers and settings.servers[n].enabled]
     failures = [
-        {"server": n, "reason": f"invalid settings entry: {settings.server_errors[n]}"}
+        {
+            "server": n,
+            "reason": f"invalid settings entry: {settings.server_errors[n]}",
+            "kind": "invalid_entry",
+        }
         for n in wanted
         if n not in settings.servers and n in settings.server_errors
     ]
@@ -204,6 +209,10 @@ def bind(
         for tool in listings.get(server, []):
             if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
                 continue
+            if tool.needs_tasks:
+                # Never offered; Test connection and servers.tools show it as needing tasks
+                # (not a turn failure: the server works, and the model need not hear of it).
+                continue
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
     bound, collisions = bind_names(pairs, redact)
@@ -216,12 +225,21 @@ def bind(
     problems = [
         {
             "server": c.server,
+            "kind": "name_collision",
             "reason": f"tool {c.tool!r} was left out: its name {c.name} "
             f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}",
         }
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def needs_tasks_reason(tool: str) -> str:
+    """Why a tool that only runs as a task (``execution.taskSupport: "required"``) is left out."""
+    return (
+        f'tool {tool!r} was left out: it needs tasks (execution.taskSupport is "required"), '
+        "which meworkd cannot drive"
+    )
 
 
 def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) -> str | None:
@@ -248,7 +266,7 @@ def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) ->
 def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> Binding | str:
     """``binding`` against its redefined server's ``listing``, or why it is gone."""
     for tool in listing:
-        if tool.name == binding.tool:
+        if tool.name == binding.tool and not tool.needs_tasks:
             return Binding(
                 binding.server,
                 tool.name,

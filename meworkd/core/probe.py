@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from meworkd.base.errors import MeworkError
-from meworkd.core.catalog import NAME_PATTERN, tool_name, was_truncated
+from meworkd.core.catalog import NAME_PATTERN, needs_tasks_reason, tool_name, was_truncated
 from meworkd.mcp import SessionPool, TalkFailed, describe
 from meworkd.settings import ServerConfig
 
@@ -29,47 +29,60 @@ def lint_tools(server: str, tools: list[dict[str, Any]]) -> list[dict[str, str]]
                 }
             )
         seen.add(name)
-        bound = tool_name(server, name)
-        if was_truncated(server, name):
+        problems += _name_problems(server, name)
+        execution = tool.get("execution")
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
             problems.append(
-                {
-                    "tool": name,
-                    "problem": "name_shortened",
-                    "detail": f"offered to the model as {bound}",
-                }
+                {"tool": name, "problem": "needs_tasks", "detail": needs_tasks_reason(name)}
             )
-        if not NAME_PATTERN.match(name):
-            problems.append(
-                {
-                    "tool": name,
-                    "problem": "name_not_model_safe",
-                    "detail": "the original name has characters models refuse; "
-                    "the bound name is safe",
-                }
-            )
-        schema = tool.get("inputSchema")
-        if not isinstance(schema, dict):
-            problems.append(
-                {"tool": name, "problem": "missing_input_schema", "detail": "no inputSchema object"}
-            )
-            continue
-        if schema.get("type") != "object":
-            problems.append(
-                {
-                    "tool": name,
-                    "problem": "input_schema_not_object",
-                    "detail": 'inputSchema.type should be "object"',
-                }
-            )
-        root = [k for k in _COMBINATORS if k in schema]
-        if root:
-            problems.append(
-                {
-                    "tool": name,
-                    "problem": "root_combinator",
-                    "detail": f"root-level {'/'.join(root)} is rejected by some model APIs",
-                }
-            )
+        problems += _schema_problems(name, tool.get("inputSchema"))
+    return problems
+
+
+def _name_problems(server: str, name: str) -> list[dict[str, str]]:
+    problems: list[dict[str, str]] = []
+    if was_truncated(server, name):
+        problems.append(
+            {
+                "tool": name,
+                "problem": "name_shortened",
+                "detail": f"offered to the model as {tool_name(server, name)}",
+            }
+        )
+    if not NAME_PATTERN.match(name):
+        problems.append(
+            {
+                "tool": name,
+                "problem": "name_not_model_safe",
+                "detail": "the original name has characters models refuse; the bound name is safe",
+            }
+        )
+    return problems
+
+
+def _schema_problems(name: str, schema: object) -> list[dict[str, str]]:
+    if not isinstance(schema, dict):
+        return [
+            {"tool": name, "problem": "missing_input_schema", "detail": "no inputSchema object"}
+        ]
+    problems: list[dict[str, str]] = []
+    if schema.get("type") != "object":
+        problems.append(
+            {
+                "tool": name,
+                "problem": "input_schema_not_object",
+                "detail": 'inputSchema.type should be "object"',
+            }
+        )
+    root = [k for k in _COMBINATORS if k in schema]
+    if root:
+        problems.append(
+            {
+                "tool": name,
+                "problem": "root_combinator",
+                "detail": f"root-level {'/'.join(root)} is rejected by some model APIs",
+            }
+        )
     return problems
 
 
@@ -133,6 +146,8 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
         prompts=report.prompts,
         resources=report.resources,
         resourceTemplates=report.resource_templates,
+        offered=report.offered,
+        sectionErrors=report.section_errors,
         problems=lint_tools(name, report.tools),
         stderrTail=list(session.stderr_tail),
         durationMs=_ms_since(started),

@@ -22,6 +22,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
+from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
 from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, call_tool, list_tools
@@ -53,6 +54,8 @@ class Turns:
         db: StateDB,
         bus: EventBus,
         redact: Redact,
+        *,
+        inventory: Inventory | None = None,
     ) -> None:
         self._store = store
         self._pool = pool
@@ -60,6 +63,7 @@ class Turns:
         self._db = db
         self._bus = bus
         self._redact = redact
+        self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._turns: dict[str, Turn] = {}
         # No turn of an earlier run survives it: what it left unfinished was cut off.
         db.mark_interrupted()
@@ -117,8 +121,10 @@ class Turns:
                 listings[server] = await self._pool.using(
                     conversation_id, server, config, list_tools, within=config.timeout
                 )
+                self._inventory.record_tools(server, listings[server])
             except MeworkError as exc:
-                failures.append({"server": server, "reason": exc.message})
+                kind = str(exc.data.get("reason", exc.kind))
+                failures.append({"server": server, "reason": exc.message, "kind": kind})
 
         async with anyio.create_task_group() as tg:
             for server in servers:

@@ -4,6 +4,15 @@ Everything above it uses these names and sees plain data and MeworkError subclas
 """
 
 from meworkd.mcp.errors import InvalidListing, SessionGone, TalkFailed, call_failure_text
+from meworkd.mcp.inspect import (
+    InspectionRequest,
+    complete,
+    get_prompt,
+    list_prompts,
+    list_resources,
+    read_resource,
+    run_inspection,
+)
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.model import PeerInfo, ServerReport, ToolInfo
 from meworkd.mcp.pool import LogWriter, SessionPool
@@ -12,6 +21,7 @@ from meworkd.mcp.session import McpSession, SessionState
 from meworkd.mcp.tools import ProgressSink, call_tool, list_tools
 
 __all__ = [
+    "InspectionRequest",
     "InvalidListing",
     "LogWriter",
     "McpSession",
@@ -26,6 +36,12 @@ __all__ = [
     "ToolInfo",
     "call_failure_text",
     "call_tool",
+    "complete",
     "describe",
+    "get_prompt",
+    "list_prompts",
+    "list_resources",
     "list_tools",
+    "read_resource",
+    "run_inspection",
 ]

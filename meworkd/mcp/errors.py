@@ -5,6 +5,7 @@ talking to a server is classified here, by type, code or recorded HTTP status (n
 text of a message), so nothing above ``meworkd.mcp`` sees a foreign exception.
 """
 
+import errno
 import os
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -27,6 +28,7 @@ __all__ = [
     "STREAM_CLOSED",
     "STREAM_ENDED",
     "TALK_ERRORS",
+    "CommandNotFound",
     "InvalidListing",
     "NotAToolResult",
     "SessionGone",
@@ -43,6 +45,15 @@ __all__ = [
 # A pipe or stream the other side closed (or that we closed): the end of a conversation.
 STREAM_CLOSED = STREAM_ERRORS
 STREAM_ENDED = (anyio.EndOfStream, *STREAM_CLOSED)
+
+
+class CommandNotFound(FileNotFoundError):
+    """A stdio server's command does not exist; ``searched`` is the PATH it was looked up in
+    (the child's: meworkd's own unless the entry's ``env`` sets one), None for a path."""
+
+    def __init__(self, command: str, searched: str | None) -> None:
+        super().__init__(errno.ENOENT, "command not found", command)
+        self.searched = searched
 
 
 class NotAToolResult(Exception):
@@ -104,6 +115,14 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
         return (
             "ledger_unwritable",
             f"could not record the server's process, so it was stopped: {exc}",
+        )
+    if isinstance(exc, CommandNotFound):
+        if exc.searched is None:
+            return "command_not_found", f"command not found: {config.command} (no such file)"
+        return "command_not_found", (
+            f"command not found: {config.command} (looked in meworkd's PATH={exc.searched}; "
+            "give the full path, or set PATH in the entry's env or in meworkd's environment, "
+            "e.g. systemctl --user set-environment PATH=...)"
         )
     if isinstance(exc, FileNotFoundError):
         # Spawning reports a missing working directory as ENOENT too, naming the directory.

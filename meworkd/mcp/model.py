@@ -16,6 +16,9 @@ class ToolInfo:
     input_schema: dict[str, Any]
     annotations: dict[str, Any] | None  # as on the wire (camelCase, no nulls)
     meta: object  # the tool's ``_meta``, as sent (None when absent)
+    # execution.taskSupport is "required": only a task-augmented call works, which mcp 2.3's
+    # client cannot make, so the tool is never offered to the model.
+    needs_tasks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,9 @@ class ServerReport:
     capabilities: dict[str, Any]
     instructions: str | None
     tools: list[dict[str, Any]]
-    prompts: list[dict[str, Any]]
-    resources: list[dict[str, Any]]
-    resource_templates: list[dict[str, Any]]
+    # None: not offered (no capability, or "method not found"); see ``offered``.
+    prompts: list[dict[str, Any]] | None
+    resources: list[dict[str, Any]] | None
+    resource_templates: list[dict[str, Any]] | None
+    offered: dict[str, bool]  # prompts, resources, resourceTemplates
+    section_errors: dict[str, str]  # why an offered section could not be listed

@@ -3,8 +3,10 @@
 from typing import Any
 
 import anyio
+from mcp import MCPError
+from mcp_types import METHOD_NOT_FOUND
 
-from meworkd.mcp.errors import TALK_ERRORS, talk_failure
+from meworkd.mcp.errors import TALK_ERRORS, InvalidListing, talk_failure
 from meworkd.mcp.model import ServerReport
 from meworkd.mcp.session import McpSession
 from meworkd.mcp.tools import list_all
@@ -21,14 +23,19 @@ async def describe(session: McpSession, config: ServerConfig) -> ServerReport:
         ServerUnavailable: another failure, e.g. an InvalidListing naming the tools.
     """
     caps = session.capabilities
+    offered: dict[str, bool] = {}
+    errors: dict[str, str] = {}
     try:
         with anyio.fail_after(config.timeout):
             async with session.lease() as client:
                 tools = await list_all(client, "tools") if caps is None or "tools" in caps else []
-                prompts = await list_all(client, "prompts") if caps and "prompts" in caps else []
-                has_resources = bool(caps and "resources" in caps)
-                resources = await list_all(client, "resources") if has_resources else []
-                templates = await list_all(client, "resource_templates") if has_resources else []
+                optional = {}
+                for section, what, capability in _OPTIONAL:
+                    listed = None
+                    if caps and capability in caps:
+                        listed = await _optional_list(client, what, section, errors)
+                    offered[section] = listed is not None
+                    optional[section] = listed
     except TALK_ERRORS as exc:
         raise talk_failure(exc, session.server, config) from None
     return ServerReport(
@@ -37,10 +44,44 @@ async def describe(session: McpSession, config: ServerConfig) -> ServerReport:
         capabilities=caps or {},
         instructions=session.instructions,
         tools=_dump(tools),
-        prompts=_dump(prompts),
-        resources=_dump(resources),
-        resource_templates=_dump(templates),
+        prompts=_dump_or_none(optional["prompts"]),
+        resources=_dump_or_none(optional["resources"]),
+        resource_templates=_dump_or_none(optional["resourceTemplates"]),
+        offered=offered,
+        section_errors=errors,
     )
+
+
+# Sections a server may leave out: (report key, list_all name, capability that announces it).
+_OPTIONAL = (
+    ("prompts", "prompts", "prompts"),
+    ("resources", "resources", "resources"),
+    ("resourceTemplates", "resource_templates", "resources"),
+)
+
+
+async def _optional_list(
+    client: Any, what: str, section: str, errors: dict[str, str]
+) -> list[Any] | None:
+    """``what``'s listing, or None when the server does not really offer it.
+
+    Only initialize and tools/list decide whether a server works: a server that announces
+    prompts or resources and answers "method not found" (mcp-server-sqlite does) or a broken
+    listing is connected with that section not offered; other failures are noted in ``errors``.
+    """
+    try:
+        return await list_all(client, what)
+    except MCPError as exc:
+        if exc.code != METHOD_NOT_FOUND:
+            errors[section] = f"the server answered with an error: {exc.message} ({exc.code})"
+        return None
+    except InvalidListing as exc:
+        errors[section] = exc.message
+        return None
+
+
+def _dump_or_none(items: list[Any] | None) -> list[dict[str, Any]] | None:
+    return None if items is None else _dump(items)
 
 
 def _dump(items: list[Any]) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from meworkd.base.procgroup import (
     untrack,
 )
 from meworkd.mcp.budget import Outstanding
-from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED
+from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED, CommandNotFound
 from meworkd.settings import ServerConfig
 from meworkd.settings.envfile import read_env_file
 
@@ -78,14 +78,17 @@ async def open_stdio(
     from_file = read_env_file(config.env_file, config.cwd) if config.env_file else {}
     # Set last so an entry's ``env`` cannot take another session's helpers for its own.
     session = secrets.token_hex(16)
-    process = await open_group(
-        [config.command, *config.args],
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        cwd=_expand_user(config.cwd),
-        env=child_environment(environ, from_file | config.env) | {SESSION_VAR: session},
-    )
+    env = child_environment(environ, from_file | config.env) | {SESSION_VAR: session}
+    cwd = _expand_user(config.cwd)
+    try:
+        process = await open_group(
+            [config.command, *config.args], stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env
+        )
+    except FileNotFoundError as exc:
+        if cwd is not None and exc.filename == cwd:
+            raise  # the working directory is what is missing
+        searched = None if "/" in config.command else env.get("PATH", os.defpath)
+        raise CommandNotFound(config.command, searched) from None
     try:
         on_spawn(process.pid)
     except BaseException:

@@ -109,6 +109,7 @@ def _tool_info(tool: types.Tool) -> ToolInfo:
             else None
         ),
         meta=tool.meta,
+        needs_tasks=bool(tool.execution and tool.execution.task_support == "required"),
     )
 
 

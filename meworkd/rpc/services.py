@@ -11,6 +11,7 @@ from typing import NamedTuple, Protocol
 
 from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
@@ -56,6 +57,7 @@ class Services:
     uptime: Callable[[], float]  # seconds
     shutdown: Callable[[], None]  # ask the daemon to stop
     live: Callable[[], Live]  # raises ShuttingDown unless the daemon is running
+    inventory: Inventory  # what each server last reported (servers.tools)
 
     def counts(self) -> Counts:
         """Servers configured, enabled, and sessions open (daemon.status, the systemd status)."""

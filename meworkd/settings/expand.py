@@ -19,7 +19,13 @@ class UnsetVariable(InvalidSettings):
     kind = "unset_variable"
 
     def __init__(self, variable: str, where: str) -> None:
-        super().__init__(f"{where}: environment variable ${{{variable}}} is not set")
+        super().__init__(
+            f"{where}: environment variable ${{{variable}}} is not set in meworkd's environment "
+            f"(the daemon's, not your shell's). For the user service: systemctl --user "
+            f"set-environment {variable}=... then restart meworkd, or an EnvironmentFile= "
+            "drop-in for meworkd.service, or the entry's envFile; ${"
+            f"{variable}:-default}} gives a fallback"
+        )
         self.variable = variable
 
 

@@ -27,6 +27,11 @@ description and as a property of its input schema; a call answers ``"named"``.
 ``--lint-tools`` adds tools a model provider would stumble on: one whose name is 60 characters
 long, one whose ``inputSchema`` has a root-level ``anyOf``, and the tool ``env`` listed twice.
 ``--no-schema-tool`` adds a tool without any ``inputSchema`` (invalid per the MCP schema).
+``--claims-prompts-resources`` declares the prompts and resources capabilities and still answers
+their lists with ``-32601``; ``--resources-no-templates`` lists one resource ``mem://only`` and
+answers ``resources/templates/list`` with ``-32601`` (as the official ``mcp-server-sqlite``,
+built on mcp 1.x's lowlevel server, does).
+``--task-tool`` adds a tool ``research`` with ``execution.taskSupport: "required"``.
 """
 
 import argparse
@@ -60,6 +65,12 @@ LINT_TOOLS = [
     },
     {"name": "env", "description": "the environment, listed again", "inputSchema": OBJECT},
 ]
+TASK_TOOL = {
+    "name": "research",
+    "description": "only as a task",
+    "inputSchema": OBJECT,
+    "execution": {"taskSupport": "required"},
+}
 NO_SCHEMA_TOOL = {"name": "schemaless", "description": "no inputSchema at all"}
 
 
@@ -80,6 +91,9 @@ def main() -> None:
     p.add_argument("--exit-env", action="append", default=[], metavar="NAME")
     p.add_argument("--key-env", metavar="NAME")
     p.add_argument("--tool-named-env", metavar="NAME")
+    p.add_argument("--claims-prompts-resources", action="store_true")
+    p.add_argument("--task-tool", action="store_true")
+    p.add_argument("--resources-no-templates", action="store_true")
     args = p.parse_args()
     key = os.environ.get(args.key_env or "", "")
     named = os.environ.get(args.tool_named_env or "", "")
@@ -88,6 +102,11 @@ def main() -> None:
         tools += LINT_TOOLS
     if args.no_schema_tool:
         tools.append(NO_SCHEMA_TOOL)
+    if args.task_tool:
+        tools.append(TASK_TOOL)
+    capabilities: dict = {"tools": {}}
+    if args.claims_prompts_resources or args.resources_no_templates:
+        capabilities.update(prompts={}, resources={})
     if key:
         schema = {"type": "object", "properties": {key: {"type": "string"}}}
         tools.append({"name": "keys", "description": "a secret as a key", "inputSchema": schema})
@@ -113,13 +132,15 @@ def main() -> None:
             asked = params.get("protocolVersion")
             result: dict = {
                 "protocolVersion": asked if asked in HANDSHAKE_VERSIONS else "2025-06-18",
-                "capabilities": {"tools": {}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "envdump", "version": "0.2"},
             }
         elif method == "ping":
             result = {}
         elif method == "tools/list":
             result = {"tools": tools}
+        elif method == "resources/list" and args.resources_no_templates:
+            result = {"resources": [{"uri": "mem://only", "name": "only"}]}
         elif method == "tools/call" and params.get("name") == "env":
             result = text(dict(os.environ))
         elif method == "tools/call" and params.get("name") == "initialize":

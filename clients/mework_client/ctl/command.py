@@ -86,7 +86,9 @@ def describe_rpc_error(error: RpcError, method: str | None = None) -> str:
     if error.code == METHOD_NOT_FOUND:
         name = error.data if isinstance(error.data, str) else method
         return f"this meworkd does not implement {name or 'that method'} ({kind})"
-    text = f"{error} ({kind})"
+    # A server's failure keeps its classified reason (unset_variable, command_not_found, ...).
+    reason = obj(error.data).get("reason")
+    text = f"{error} ({kind}: {reason})" if isinstance(reason, str) else f"{error} ({kind})"
     details = obj(error.data).get("errors")
     if isinstance(details, list) and details != [error.message]:
         text += "".join(f"\n  {d}" for d in details)

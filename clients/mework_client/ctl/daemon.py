@@ -11,6 +11,7 @@ from typing import Any
 
 from mework_client.ctl.command import EXIT_OK, Command, CtlError, Ctx, arg, show
 from mework_client.ctl.layout import PLAIN, Style, dumps, key_values, obj
+from mework_client.ctl.settings_state import settings_lines
 
 __all__ = ["CONTROL", "SYSTEM", "format_status"]
 
@@ -49,7 +50,9 @@ def format_status(result: Any, style: Style = PLAIN) -> str:
         ],
         style,
     )
-    if r.get("settingsError"):
+    if "settings" in r:
+        return "\n".join([text, *settings_lines(r, style)])
+    if r.get("settingsError"):  # a daemon from before the settings object
         text += "\n" + style.red(f"settings error: {r['settingsError']}")
     for warning in r.get("settingsWarnings") or []:
         text += "\n" + style.red(f"settings warning: {warning}")

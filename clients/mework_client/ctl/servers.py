@@ -37,6 +37,7 @@ from mework_client.ctl.layout import (
     when,
 )
 from mework_client.ctl.servers_import import format_import, run_import
+from mework_client.ctl.settings_state import settings_lines
 
 __all__ = [
     "COMMANDS",
@@ -65,8 +66,10 @@ def _command_line(entry: Mapping[str, Any]) -> str:
 
 def format_servers(result: Any, style: Style = PLAIN) -> str:
     servers = items(result, "servers")
+    problems = settings_lines(result, style, entries=False)
     if not servers:
-        return "No MCP servers are registered. Add one with: meworkctl servers add NAME -- COMMAND"
+        empty = "No MCP servers are registered. Add one with: meworkctl servers add NAME -- COMMAND"
+        return "\n".join([empty, *problems])
     rows = [
         [
             s.get("name"),
@@ -79,7 +82,7 @@ def format_servers(result: Any, style: Style = PLAIN) -> str:
     ]
     lines = [format_table(["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"], rows, style)]
     lines += [style.red(f"{s.get('name')}: {s['error']}") for s in servers if s.get("error")]
-    return "\n".join(lines)
+    return "\n".join(lines + problems)
 
 
 def _pairs_text(values: object) -> list[str] | None:
@@ -122,6 +125,9 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
     )
     if r.get("error"):
         text += "\n" + style.red(f"error: {r['error']}")
+    # This entry's own error is shown above; the file's state and other problems follow.
+    for line in settings_lines(r, style, entries=False):
+        text += "\n" + line
     return text
 
 

@@ -36,7 +36,8 @@ def _problem_text(problem: object) -> str:
 
 
 def _failure_text(r: Mapping[str, Any], style: Style) -> str:
-    lines = [style.red(f"{r.get('server') or 'server'}: {r.get('error') or 'failed'}")]
+    kind = f" [{r['reason']}]" if r.get("reason") else ""
+    lines = [style.red(f"{r.get('server') or 'server'}: {r.get('error') or 'failed'}{kind}")]
     tail = [str(x) for x in r.get("stderrTail") or []]
     if tail:
         lines += [style.bold("stderr (last lines):"), *(f"  {x}" for x in tail)]
@@ -70,12 +71,21 @@ def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) 
         [x.get("uri") or x.get("uriTemplate"), x.get("name"), x.get("mimeType")]
         for x in items(r, "resources") + items(r, "resourceTemplates")
     ]
+    offered = obj(r.get("offered"))
     parts = [
         _test_head(r, style),
         listing("Tools", TOOL_HEADERS, tools, style),
-        listing("Prompts", ["NAME", "DESCRIPTION"], prompts, style),
-        listing("Resources", ["URI", "NAME", "MIME TYPE"], resources, style),
+        _optional("Prompts", offered.get("prompts", True), prompts, ["NAME", "DESCRIPTION"], style),
+        _optional(
+            "Resources",
+            offered.get("resources", True) or offered.get("resourceTemplates", True),
+            resources,
+            ["URI", "NAME", "MIME TYPE"],
+            style,
+        ),
     ]
+    for section, error in obj(r.get("sectionErrors")).items():
+        parts.append(style.red(f"{section} could not be listed: {error}"))
     problems = r.get("problems") or []
     if problems:
         parts.append(style.bold(f"Problems ({len(problems)}):"))
@@ -85,6 +95,15 @@ def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) 
         count = len(r["stderrTail"])
         parts.append(style.dim(f"({count} lines on stderr: meworkctl servers logs {name})"))
     return "\n".join(parts)
+
+
+def _optional(
+    title: str, offered: object, rows: list[list[object]], headers: list[str], style: Style
+) -> str:
+    """A section the server may leave out: "not offered" rather than an empty table."""
+    if offered is False:
+        return style.bold(f"{title}:") + " " + style.dim("not offered by this server")
+    return listing(title, headers, rows, style)
 
 
 def _log_line(entry: object) -> str:
@@ -157,8 +176,8 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
-        details="There is no separate method for this: it dials the server like "
-        "'servers test' and prints only the tools table.",
+        details="It dials the server like 'servers test' and prints only the tools table "
+        "(the servers.tools method returns what the server last reported, without dialing).",
     ),
     Command(
         "servers logs",

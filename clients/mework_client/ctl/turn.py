@@ -41,7 +41,8 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
     for failure in items(r, "failures"):
-        lines.append(style.red(f"{failure.get('server')}: {failure.get('reason')}"))
+        kind = f" [{failure['kind']}]" if failure.get("kind") else ""
+        lines.append(style.red(f"{failure.get('server')}: {failure.get('reason')}{kind}"))
     return "\n".join(lines)
 
 

@@ -6,10 +6,10 @@ from typing import Any
 from mework_protocol.params import NoParams
 
 from meworkd import __version__
+from meworkd.core.health import settings_state
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
-from meworkd.settings import safety
 
 __all__ = ["group"]
 
@@ -20,6 +20,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 async def status(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
     counts = s.counts()
     live = s.live()
+    health = settings_state(s.store)
     return {
         "version": __version__,
         "pid": os.getpid(),
@@ -33,20 +34,10 @@ async def status(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]
         "conversations": live.state.conversation_count(),
         "turns": live.turns.active,
         "connections": s.connections(),
-        "settingsError": s.store.unreadable,
-        "settingsWarnings": settings_warnings(s),
+        "settingsError": health["error"],
+        "settingsWarnings": health["warnings"],
+        "settings": health,
     }
-
-
-def settings_warnings(s: Services) -> list[str]:
-    """What is wrong with the settings file's permissions now, beyond ``settingsError``.
-
-    Judged afresh: a file made writable by others since its last read is shown here before
-    its next change is refused.
-    """
-    trust = safety.inspect(s.store.path)
-    refusal = [trust.refusal] if trust.refusal and trust.refusal != s.store.unreadable else []
-    return [*refusal, *trust.warnings]
 
 
 @group.add("daemon.shutdown")

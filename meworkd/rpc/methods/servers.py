@@ -9,6 +9,7 @@ import msgspec
 from mework_protocol import params
 
 from meworkd.base.errors import ServerNotFound
+from meworkd.core.health import settings_state
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
@@ -58,12 +59,13 @@ async def list_(s: Services, _conn: Connection, _p: params.NoParams) -> dict[str
     names = list(settings.servers) + [
         n for n in settings.server_errors if n not in settings.servers
     ]
-    return {"servers": [describe(s, n) for n in names]}
+    return {"servers": [describe(s, n) for n in names], "settings": settings_state(s.store)}
 
 
 @group.add("servers.get", params.GetServerParams)
 async def get(s: Services, _conn: Connection, p: params.GetServerParams) -> dict[str, Any]:
     out = describe(s, p.name)
+    out["settings"] = settings_state(s.store)
     raw = edits.servers_of(s.store.document()).get(p.name)
     if isinstance(raw, dict):
         out["server"] = raw if p.reveal else masked_entry(raw)
@@ -86,6 +88,7 @@ async def update(s: Services, _conn: Connection, p: params.UpdateServerParams) -
 async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.remove_server(doc, p.name))
     s.logs.forget(p.name)
+    s.inventory.forget(p.name)
     touched = s.live().state.replace_server_in_selections(p.name, None)
     return {"removed": p.name, "conversationsUpdated": touched}
 
@@ -94,6 +97,7 @@ async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[s
 async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.rename_server(doc, p.name, p.new_name))
     s.logs.rename(p.name, p.new_name)
+    s.inventory.rename(p.name, p.new_name)
     touched = s.live().state.replace_server_in_selections(p.name, p.new_name)
     return {**describe(s, p.new_name), "conversationsUpdated": touched}
 

@@ -1,0 +1,37 @@
+"""How meworkctl prints the settings file's own state (servers list/get, status).
+
+The daemon reports it as ``settings: {state, path, error, errors, invalidServers, warnings}``;
+these lines make a broken file or entry visible wherever a person looks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mework_client.ctl.layout import PLAIN, Style, obj
+
+__all__ = ["settings_lines"]
+
+
+def settings_lines(result: Any, style: Style = PLAIN, *, entries: bool = True) -> list[str]:
+    """Red lines for everything wrong with the settings (none when all is well).
+
+    ``entries=False`` leaves out the invalid entries (``servers list`` shows them in its table).
+    """
+    health = obj(obj(result).get("settings"))
+    if not health:
+        return []
+    lines: list[str] = []
+    if health.get("state") == "unreadable":
+        lines.append(
+            style.red(
+                f"settings file not in force: {health.get('error')} "
+                "(running on the last good settings)"
+            )
+        )
+    lines += [style.red(f"settings error: {e}") for e in health.get("errors") or []]
+    if entries:
+        invalid = obj(health.get("invalidServers"))
+        lines += [style.red(f"invalid entry {n}: {e}") for n, e in invalid.items()]
+    lines += [style.red(f"settings warning: {w}") for w in health.get("warnings") or []]
+    return lines
