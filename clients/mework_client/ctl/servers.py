@@ -34,6 +34,7 @@ from mework_client.ctl.layout import (
     items,
     key_values,
     obj,
+    plural,
     truncate,
     when,
 )
@@ -156,7 +157,10 @@ def format_import(result: Any, style: Style = PLAIN) -> str:
 
 def _import_failed(result: Any) -> str | None:
     rejected = obj(result).get("rejected") or []
-    return f"{len(rejected)} entries were rejected" if rejected else None
+    if not rejected:
+        return None
+    verb = "was" if len(rejected) == 1 else "were"
+    return f"{plural(len(rejected), 'entry', 'entries')} {verb} rejected"
 
 
 def _server_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -248,14 +252,16 @@ _ADD_ARGS = (
     arg("--cwd", help="working directory of a stdio server"),
     arg("--description", help="shown to the model in the system prompt"),
     arg(
-        "--timeout",
         "--timeout-seconds",
         dest="server_timeout",
         type=int,
         metavar="N",
-        help="the server's request timeout in seconds (default 60); here --timeout is "
-        "the server's: give meworkctl's own --timeout before 'servers'",
+        help="the server's request timeout in seconds (default 60; the settings field "
+        "timeoutSeconds)",
     ),
+    # The old spelling, kept working: after 'servers add' it was the server's timeout, which
+    # read like meworkctl's own --timeout (the wait for a reply). Give that one before 'servers'.
+    arg("--timeout", dest="server_timeout", type=int, help=argparse.SUPPRESS),
     arg(
         "--long-running",
         action="store_true",
