@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mework_client.ctl.command import Command, UsageError, arg, pick, read_text, say, show
+from mework_client.ctl.command import Command, Ctx, UsageError, arg, pick, read_text, say, show
 from mework_client.ctl.layout import (
     PLAIN,
     Style,
@@ -99,6 +99,12 @@ def _call_failed(result: Any) -> str | None:
     return "the tool reported an error (isError)" if obj(result).get("isError") else None
 
 
+def _run_call(cmd: Command, ctx: Ctx) -> int:
+    from mework_client.ctl.call import run_call  # threads and select: only for this command
+
+    return run_call(cmd, ctx)
+
+
 def _call_params(args: argparse.Namespace) -> dict[str, Any]:
     text = read_text("-") if args.arguments == "-" else args.arguments
     try:
@@ -168,8 +174,12 @@ COMMANDS: tuple[Command, ...] = (
         params=_call_params,
         render=show(format_call),
         failed=_call_failed,
+        run=_run_call,
         wait=True,
-        details="Waits for approval when the conversation's level asks for it. Prints text "
-        "content, summarises other content and exits 1 when the tool reports isError.",
+        details="When the call needs approval it says so (tool and server); on a terminal it "
+        "asks y/N right there (any other answer is a reason to deny), elsewhere it waits and "
+        "says how to answer with 'meworkctl approvals allow ID'. Ctrl-C cancels the call and "
+        "its pending approval (exit 130). Prints text content, summarises other content, labels "
+        "structured content and exits 1 when the tool reports isError.",
     ),
 )
