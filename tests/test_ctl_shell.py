@@ -1,4 +1,4 @@
-"""meworkctl's shell-facing details: completion for bash, zsh and fish, the ``--`` hint, plurals.
+"""meworkctl at the shell: completion (bash, zsh, fish), the ``--`` hint, plurals, spinner.
 
 Each completion script is checked by its shell's own syntax check when that shell is installed,
 and fish's by asking it for completions; without the shell the generated text is checked.
@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 from mework_client.ctl import build_parser, main
 from mework_client.ctl.completion import completion_script
 from mework_client.ctl.layout import plural
+from mework_client.ctl.progress import CLEAR, Progress
 
 RUN_TIMEOUT = 30
 
@@ -111,3 +113,35 @@ def test_plural() -> None:
     assert [plural(n, "tool") for n in (0, 1, 2)] == ["0 tools", "1 tool", "2 tools"]
     assert plural(1, "entry", "entries") == "1 entry"
     assert plural(3, "entry", "entries") == "3 entries"
+
+
+class FakeTerminal:
+    """A stderr that says it is a terminal and records what is written to it."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+        self.spun = threading.Event()
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if "connecting" in text:
+            self.spun.set()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_spins_on_a_terminal_and_clears_its_line() -> None:
+    terminal = FakeTerminal(tty=True)
+    with Progress(terminal, "connecting to fs", delay=0):  # type: ignore[arg-type]
+        assert terminal.spun.wait(RUN_TIMEOUT)
+    assert "connecting to fs… 0 s" in terminal.text
+    assert terminal.text.endswith(CLEAR)  # nothing of the spinner stays on the screen
+    quiet = FakeTerminal(tty=False)
+    with Progress(quiet, "connecting to fs", delay=0):  # type: ignore[arg-type]
+        pass
+    assert quiet.text == ""

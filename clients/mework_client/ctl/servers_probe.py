@@ -143,6 +143,7 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
+        progress="connecting to {name}",
         details="Records the server's name and version. On failure, shows the cause and the "
         "end of its stderr, and exits 1.",
     ),
@@ -157,6 +158,7 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
+        progress="connecting to {name}",
         details="There is no separate method for this: it dials the server like "
         "'servers test' and prints only the tools table.",
     ),

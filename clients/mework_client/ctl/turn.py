@@ -130,6 +130,7 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(conversationId="conversation", parentTurnId="parent"),
         render=show(format_turn),
         wait=True,
+        progress="connecting the servers of {conversation}",
     ),
     Command(
         "turn end",
