@@ -137,11 +137,11 @@ class FakeTerminal:
 
 def test_progress_spins_on_a_terminal_and_clears_its_line() -> None:
     terminal = FakeTerminal(tty=True)
-    with Progress(terminal, "connecting to fs", delay=0):  # type: ignore[arg-type]
+    with Progress(terminal, "connecting to fs", delay=0):
         assert terminal.spun.wait(RUN_TIMEOUT)
     assert "connecting to fs… 0 s" in terminal.text
     assert terminal.text.endswith(CLEAR)  # nothing of the spinner stays on the screen
     quiet = FakeTerminal(tty=False)
-    with Progress(quiet, "connecting to fs", delay=0):  # type: ignore[arg-type]
+    with Progress(quiet, "connecting to fs", delay=0):
         pass
     assert quiet.text == ""
