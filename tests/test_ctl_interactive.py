@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,3 +227,39 @@ def test_call_on_a_terminal_asks_and_a_reason_denies(daemon: Daemon) -> None:
     assert [(e["decision"], e["decidedBy"], e["reason"]) for e in audit] == [
         ("deny", "user", "not today")
     ]
+
+
+def test_approvals_watch_reconnects_after_a_daemon_restart() -> None:
+    with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
+        root = Path(d)
+        first = start_daemon(root)
+        watch = subprocess.Popen(
+            [str(MEWORKCTL), "--socket", str(first.socket), "approvals", "watch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=first.env(),
+        )
+        second: Daemon | None = None
+        try:
+            assert read_line(watch.stderr).startswith("Waiting for approval requests")
+            stop_daemon(first)
+            assert read_line(watch.stderr).startswith("meworkd went away; reconnecting")
+            shutil.rmtree(root / "run")  # start_daemon makes it afresh
+            second = start_daemon(root)
+            assert read_line(watch.stderr).startswith("Reconnected to meworkd")
+            assert watch.stdin is not None
+            watch.stdin.write("y\n")  # read when the prompt comes
+            watch.stdin.flush()
+            turn, echo = begin_echo(second, "kr")
+            call = start_call(second, turn, echo, stdin=subprocess.DEVNULL)
+            out, _ = call.communicate(timeout=RUN_TIMEOUT)
+            assert (call.returncode, out) == (0, "hi\n")
+            assert read_line(watch.stdout).startswith("kr / echo")
+        finally:
+            watch.kill()
+            watch.communicate()
+            stop_daemon(first)
+            if second is not None:
+                stop_daemon(second)
