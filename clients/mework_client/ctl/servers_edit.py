@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +101,8 @@ def _save(ctx: Ctx, name: str, old: dict[str, Any], text: str) -> str | None:
 
 
 def _run_edit(_cmd: Command, ctx: Ctx) -> int:
+    import tempfile  # here, not at the top: start-up time of every other command
+
     name: str = ctx.args.name
     old = obj(obj(ctx.call("servers.get", {"name": name})).get("server"))
     original = json.dumps(old, indent=2, ensure_ascii=False) + "\n"
