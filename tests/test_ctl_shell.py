@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 from mework_client.ctl import build_parser, main
+from mework_client.ctl.call import ask_decision
+from mework_client.ctl.command import CtlError
 from mework_client.ctl.completion import completion_script
 from mework_client.ctl.layout import plural
 from mework_client.ctl.progress import CLEAR, Progress
+from mework_client.ctl.servers_edit import editor_command, replacement_patch, strip_error_comment
 
 RUN_TIMEOUT = 30
 
@@ -145,3 +148,35 @@ def test_progress_spins_on_a_terminal_and_clears_its_line() -> None:
     with Progress(quiet, "connecting to fs", delay=0):
         pass
     assert quiet.text == ""
+
+
+def test_editor_is_visual_then_editor_then_a_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VISUAL", "code --wait")
+    monkeypatch.setenv("EDITOR", "nano")
+    assert editor_command() == ["code", "--wait"]
+    monkeypatch.setenv("VISUAL", " ")
+    assert editor_command() == ["nano"]
+    monkeypatch.delenv("VISUAL")
+    monkeypatch.delenv("EDITOR")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(CtlError, match="no editor found: set EDITOR"):
+        editor_command()
+
+
+def test_edit_helpers_replace_and_strip_only_their_own_comment() -> None:
+    old = {"command": "x", "description": "d", "env": {"A": "1"}}
+    assert replacement_patch(old, {"command": "y", "env": {}}) == {
+        "description": None,
+        "command": "y",
+        "env": {},
+    }
+    text = "// meworkctl: not valid JSON\n// meworkctl: fix it\n// mine\n{}\n"
+    assert strip_error_comment(text) == "// mine\n{}\n"
+
+
+def test_call_answers() -> None:
+    assert ask_decision("y\n") == ("allow", None)
+    assert ask_decision("YES") == ("allow", None)
+    assert ask_decision("\n") == ("deny", None)
+    assert ask_decision("n") == ("deny", None)
+    assert ask_decision("not on prod\n") == ("deny", "not on prod")
