@@ -185,28 +185,32 @@ class ApprovalWatcher:
 RECONNECT_DELAYS = (0.1, 0.2, 0.5, 1.0, 2.0)  # seconds between tries, the last one repeated
 
 
-def _watch_once(ctx: Ctx, watchers: list[ApprovalWatcher]) -> bool:
-    """One connection's worth of watching; ``False`` when it should stop (end of input).
+class _Watch:
+    """What outlives one connection: the watcher (what was shown stays shown), whether up."""
 
-    ``watchers`` holds the one watcher once connected, kept across reconnections (what was
-    shown already stays shown).
-    """
+    def __init__(self) -> None:
+        self.watcher: ApprovalWatcher | None = None
+        self.connected = False
+
+
+def _watch_once(ctx: Ctx, watch: _Watch) -> bool:
+    """One connection's worth of watching; ``False`` when it should stop (end of input)."""
     topics = list(APPROVAL_TOPICS)
     with ctx.connect(stream=True) as stream, ctx.connect() as control:
         # Subscribe before listing, so a request made in between is seen (once: by id).
         stream.call("events.subscribe", {"topics": topics})
-        if watchers:
-            watchers[0].control = control
-            ctx.note("Reconnected to meworkd; waiting for approval requests…")
-        else:
-            watchers.append(ApprovalWatcher(control, ctx.print, style=ctx.style))
+        if watch.watcher is None:
+            watch.watcher = ApprovalWatcher(control, ctx.print, style=ctx.style)
             ctx.note("Waiting for approval requests (Ctrl-C to stop)…")
-        watcher = watchers[0]
-        for approval in watcher.pending():
-            if not watcher.request(approval):
+        else:
+            watch.watcher.control = control
+            ctx.note("Reconnected to meworkd; waiting for approval requests…")
+        watch.connected = True
+        for approval in watch.watcher.pending():
+            if not watch.watcher.request(approval):
                 return False
         for topic, data in stream.events(topics):
-            if not watcher.on_event(topic, data):
+            if not watch.watcher.on_event(topic, data):
                 return False
     return True
 
@@ -228,17 +232,19 @@ def _wait_for_daemon(ctx: Ctx) -> None:
 
 
 def _run_watch(_cmd: Command, ctx: Ctx) -> int:
-    watchers: list[ApprovalWatcher] = []
+    watch = _Watch()
     while True:
         try:
-            if not _watch_once(ctx, watchers):
+            if not _watch_once(ctx, watch):
                 return EXIT_OK
         except UntrustedSocket:
             raise
         except ConnectionError:  # DaemonNotRunning, or the connection closed under us
-            if not watchers:
+            if watch.watcher is None:
                 raise  # never connected: the usual "meworkd is not running" message
-            ctx.note("meworkd went away; reconnecting when it is back (Ctrl-C to stop)…")
+            if watch.connected:  # once per outage: a stopping daemon may still accept a try
+                ctx.note("meworkd went away; reconnecting when it is back (Ctrl-C to stop)…")
+            watch.connected = False
             _wait_for_daemon(ctx)
 
 
