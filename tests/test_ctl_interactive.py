@@ -263,3 +263,22 @@ def test_approvals_watch_reconnects_after_a_daemon_restart() -> None:
             stop_daemon(first)
             if second is not None:
                 stop_daemon(second)
+
+
+def test_a_terminal_prompt_answered_elsewhere_goes_away(daemon: Daemon) -> None:
+    turn, echo = begin_echo(daemon, "kw4")
+    leader, follower = pty.openpty()
+    call = start_call(daemon, turn, echo, stdin=follower, stderr=follower)
+    os.close(follower)
+    try:
+        read_until(leader, b"Allow? [y/N, or a reason to deny] ")
+        pending = ok_json(daemon, "approvals", "list")["approvals"]
+        ok(daemon, "approvals", "allow", pending[0]["approvalId"])
+        assert b"(answered elsewhere)" in read_until(leader, b"(answered elsewhere)")
+        out, _ = call.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if call.poll() is None:
+            call.kill()
+            call.communicate()
+        os.close(leader)
+    assert (call.returncode, out) == (0, "hi\n")

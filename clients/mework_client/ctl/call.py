@@ -54,33 +54,40 @@ class _CallThread(threading.Thread):
 
 
 class _ApprovalThread(threading.Thread):
-    """Posts ``("approval", data)`` for the approval requests of this call."""
+    """Posts ``("approval", data)`` for this call's requests; writes ``resolved`` when answered."""
 
-    def __init__(self, stream: Client, call_id: str, inbox: queue.Queue[Any]) -> None:
+    def __init__(
+        self, stream: Client, call_id: str, inbox: queue.Queue[Any], resolved: int
+    ) -> None:
         super().__init__(daemon=True)
-        self.stream, self.call_id, self.inbox = stream, call_id, inbox
+        self.stream, self.call_id, self.inbox, self.resolved = stream, call_id, inbox, resolved
+        self.ids: set[str] = set()
 
     def run(self) -> None:
         try:
             for topic, data in self.stream.events(list(APPROVAL_TOPICS)):
-                if topic == "approval.requested" and obj(data).get("callId") == self.call_id:
-                    self.inbox.put(("approval", obj(data)))
+                approval = obj(data)
+                if topic == "approval.requested" and approval.get("callId") == self.call_id:
+                    self.ids.add(str(approval.get("approvalId")))
+                    self.inbox.put(("approval", approval))
+                elif topic == "approval.resolved" and approval.get("approvalId") in self.ids:
+                    os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
         except (OSError, ValueError):
             pass  # the connection closed: the call's own reply says what happened
 
 
-def _read_answer(prompt: str, ctx: Ctx, wake: int) -> str | None:
-    """A line from the terminal, or ``None`` when the call finished first (answered elsewhere)."""
+def _read_answer(prompt: str, ctx: Ctx, wakes: tuple[int, int]) -> str | None:
+    """A line from the terminal, or ``None`` when it was answered elsewhere (or the call ended)."""
     ctx.err.write(prompt)
     ctx.err.flush()
-    ready, _, _ = select.select([sys.stdin, wake], [], [])
+    ready, _, _ = select.select([sys.stdin, *wakes], [], [])
     if sys.stdin not in ready:
-        ctx.note("")
+        ctx.note("(answered elsewhere)")
         return None
     return sys.stdin.readline()
 
 
-def _on_approval(ctx: Ctx, approval: dict[str, Any], wake: int) -> None:
+def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> None:
     approval_id = str(approval.get("approvalId"))
     what = f"{approval.get('tool')} on server {approval.get('server')}"
     reason = f" ({approval['reason']})" if approval.get("reason") else ""
@@ -88,7 +95,7 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wake: int) -> None:
     if not (sys.stdin.isatty() and ctx.err.isatty()):
         ctx.note(f"Answer it elsewhere: {PROG} approvals allow {approval_id}  (or deny)")
         return
-    answer = _read_answer("Allow? [y/N, or a reason to deny] ", ctx, wake)
+    answer = _read_answer("Allow? [y/N, or a reason to deny] ", ctx, wakes)
     if answer is None:
         return
     decision, why = ask_decision(answer)
@@ -110,7 +117,9 @@ def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
     return EXIT_INTERRUPTED
 
 
-def _watch_approvals(ctx: Ctx, call_id: str, inbox: queue.Queue[Any]) -> Client | None:
+def _watch_approvals(
+    ctx: Ctx, call_id: str, inbox: queue.Queue[Any], resolved: int
+) -> Client | None:
     """A stream of this call's approval requests (``None`` if this meworkd has no events)."""
     stream = ctx.connect(stream=True)
     try:
@@ -121,7 +130,7 @@ def _watch_approvals(ctx: Ctx, call_id: str, inbox: queue.Queue[Any]) -> Client 
         if exc.code == METHOD_NOT_FOUND:
             return None  # the call itself still works; it just cannot say it waits
         raise
-    _ApprovalThread(stream, call_id, inbox).start()
+    _ApprovalThread(stream, call_id, inbox, resolved).start()
     return stream
 
 
@@ -130,13 +139,14 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
     params.setdefault("callId", f"ctl-{os.urandom(6).hex()}")
     inbox: queue.Queue[Any] = queue.Queue()
     caller = _CallThread(ctx, params, inbox)
-    stream = _watch_approvals(ctx, params["callId"], inbox)
+    resolved_read, resolved_write = os.pipe()
+    stream = _watch_approvals(ctx, params["callId"], inbox, resolved_write)
     try:
         caller.start()
         while True:
             kind, value = inbox.get()
             if kind == "approval":
-                _on_approval(ctx, value, caller.wake_read)
+                _on_approval(ctx, value, (caller.wake_read, resolved_read))
             elif kind == "error":
                 raise value
             else:
