@@ -400,7 +400,7 @@ def test_import_from_file_and_stdin(daemon: Daemon, tmp_path: Path) -> None:
     done = run_ctl(daemon, "servers", "import", str(path))
     assert done.returncode == 1  # the duplicate was rejected
     assert "duplicate names in the document (not imported): i-dup" in done.stdout
-    assert "entries were rejected" in done.stderr
+    assert "1 entry was rejected" in done.stderr
     rows = {tuple(line.split()[:2]) for line in done.stdout.splitlines()}
     assert {("added", "i-a"), ("added", "i-b"), ("rejected", "i-dup")} <= rows
     # again from stdin: now every name is a conflict
@@ -553,7 +553,9 @@ def test_turn_call_and_audit(daemon: Daemon) -> None:
     error = next(name for name, b in begun["bindings"].items() if b["tool"] == "error")
     assert ok(daemon, "call", turn, echo, '{"text": "hello there"}') == "hello there\n"
     assert json.loads(
-        ok(daemon, "call", turn, add, "-", input='{"a": 2, "b": 3}').split("\n", 1)[1]
+        ok(daemon, "call", turn, add, "-", input='{"a": 2, "b": 3}').split("structured content:\n")[
+            1
+        ]
     ) == {"total": 5}
     done = run_ctl(daemon, "call", turn, error)
     assert done.returncode == 1
@@ -906,11 +908,13 @@ def test_format_call() -> None:
         "isError": False,
     }
     assert format_call(result).splitlines() == [
+        "content:",
         "hello",
         "[image image/png, 8 bytes]",
         "[link file:///x x]",
         "[resource mem://a]",
         "inline",
+        "structured content:",
         "{",
         '  "total": 5',
         "}",
@@ -1006,7 +1010,7 @@ def test_format_import() -> None:
     assert lines[3].startswith("rejected  d     the name appears more than once")
     assert lines[4] == "duplicate names in the document (not imported): d"
     assert lines[5] == "1 added, 0 replaced, 1 skipped, 1 rejected (format: mcpServers)"
-    assert ctl._import_failed(result) == "1 entries were rejected"
+    assert ctl._import_failed(result) == "1 entry was rejected"
 
 
 def test_describe_rpc_error() -> None:

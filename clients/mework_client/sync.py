@@ -159,6 +159,16 @@ class Client:
             raise ConnectionError("unexpected reply from meworkd")
         return value
 
+    def shutdown(self) -> None:
+        """End the connection under a read blocked in another thread (that read gets EOF).
+
+        ``close`` alone would wait for that read: the buffered reader holds its lock.
+        """
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more: nothing is blocked on it
+
     def close(self) -> None:
         self._reader.close()
         self._sock.close()

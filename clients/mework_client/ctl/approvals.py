@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from mework_protocol.topics import APPROVAL_TOPICS
 
-from mework_client import RpcError
+from mework_client import RpcError, UntrustedSocket
 from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, plus, say, show
 from mework_client.ctl.layout import (
     GREEN,
@@ -182,20 +182,70 @@ class ApprovalWatcher:
             self.write(self.style.dim(f"{approval_id}: answered elsewhere ({how or 'resolved'})"))
 
 
-def _run_watch(_cmd: Command, ctx: Ctx) -> int:
+RECONNECT_DELAYS = (0.1, 0.2, 0.5, 1.0, 2.0)  # seconds between tries, the last one repeated
+
+
+class _Watch:
+    """What outlives one connection: the watcher (what was shown stays shown), whether up."""
+
+    def __init__(self) -> None:
+        self.watcher: ApprovalWatcher | None = None
+        self.connected = False
+
+
+def _watch_once(ctx: Ctx, watch: _Watch) -> bool:
+    """One connection's worth of watching; ``False`` when it should stop (end of input)."""
     topics = list(APPROVAL_TOPICS)
     with ctx.connect(stream=True) as stream, ctx.connect() as control:
         # Subscribe before listing, so a request made in between is seen (once: by id).
         stream.call("events.subscribe", {"topics": topics})
-        watcher = ApprovalWatcher(control, ctx.print, style=ctx.style)
-        for approval in watcher.pending():
-            if not watcher.request(approval):
-                return EXIT_OK
-        ctx.note("Waiting for approval requests (Ctrl-C to stop)…")
+        if watch.watcher is None:
+            watch.watcher = ApprovalWatcher(control, ctx.print, style=ctx.style)
+            ctx.note("Waiting for approval requests (Ctrl-C to stop)…")
+        else:
+            watch.watcher.control = control
+            ctx.note("Reconnected to meworkd; waiting for approval requests…")
+        watch.connected = True
+        for approval in watch.watcher.pending():
+            if not watch.watcher.request(approval):
+                return False
         for topic, data in stream.events(topics):
-            if not watcher.on_event(topic, data):
+            if not watch.watcher.on_event(topic, data):
+                return False
+    return True
+
+
+def _wait_for_daemon(ctx: Ctx) -> None:
+    """Back off until meworkd answers on its socket again (a restart, a socket activation)."""
+    import time
+
+    tries = 0
+    while True:
+        try:
+            ctx.connect().close()
+            return
+        except UntrustedSocket:
+            raise
+        except ConnectionError:
+            time.sleep(RECONNECT_DELAYS[min(tries, len(RECONNECT_DELAYS) - 1)])
+            tries += 1
+
+
+def _run_watch(_cmd: Command, ctx: Ctx) -> int:
+    watch = _Watch()
+    while True:
+        try:
+            if not _watch_once(ctx, watch):
                 return EXIT_OK
-    return EXIT_OK
+        except UntrustedSocket:
+            raise
+        except ConnectionError:  # DaemonNotRunning, or the connection closed under us
+            if watch.watcher is None:
+                raise  # never connected: the usual "meworkd is not running" message
+            if watch.connected:  # once per outage: a stopping daemon may still accept a try
+                ctx.note("meworkd went away; reconnecting when it is back (Ctrl-C to stop)…")
+            watch.connected = False
+            _wait_for_daemon(ctx)
 
 
 def _respond_command(decision: str) -> Command:
@@ -230,7 +280,8 @@ COMMANDS: tuple[Command, ...] = (
         run=_run_watch,
         streams=True,
         details="Shows each request (server, tool, reason, arguments) and asks 'Allow? [y/N]'; "
-        "the first answer from any frontend wins. Stops at end of input or Ctrl-C.",
+        "the first answer from any frontend wins. When meworkd restarts it says so and "
+        "reconnects. Stops at end of input or Ctrl-C.",
     ),
     Command(
         "audit",

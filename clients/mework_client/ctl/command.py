@@ -220,6 +220,7 @@ class Command(NamedTuple):
     streams: bool = False  # runs until interrupted; Ctrl-C is a normal way to stop it
     local: tuple[str, ...] = ()  # global options this command uses for itself
     usage: str | None = None
+    progress: str = ""  # on a terminal, a spinner with this label while the call runs
 
     def execute(self, ctx: Ctx) -> int:
         return self.run(self, ctx) if self.run is not None else call_method(self, ctx)
@@ -227,7 +228,14 @@ class Command(NamedTuple):
 
 def call_method(cmd: Command, ctx: Ctx) -> int:
     assert cmd.method is not None
-    result = ctx.call(cmd.method, cmd.params(ctx.args), wait=cmd.wait)
+    params = cmd.params(ctx.args)
+    if cmd.progress:
+        from mework_client.ctl.progress import Progress
+
+        with Progress(ctx.err, cmd.progress.format_map(vars(ctx.args))):
+            result = ctx.call(cmd.method, params, wait=cmd.wait)
+    else:
+        result = ctx.call(cmd.method, params, wait=cmd.wait)
     ctx.emit(result, lambda: cmd.render(result, ctx.args, ctx.style))
     problem = cmd.failed(result)
     if problem:

@@ -1,4 +1,9 @@
-"""Bash completion for meworkctl, generated from its argparse parser (``meworkctl completion``)."""
+"""Shell completion for meworkctl (bash, zsh, fish), generated from its argparse parser.
+
+One walk of the parser gives, per command path, its subcommands, options, the options taking a
+value and the choices; each shell's script embeds that table as ``case``/``switch`` lookups and
+runs the same small walk over the words typed so far (``meworkctl completion SHELL``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import argparse
 import shlex
 from collections.abc import Mapping, Sequence
 
-__all__ = ["bash_completion"]
+__all__ = ["SHELLS", "bash_completion", "completion_script"]
 
 
 class _Node:
@@ -28,6 +33,8 @@ def _walk(parser: argparse.ArgumentParser, path: str, nodes: dict[str, _Node]) -
                 node.commands.append(name)
                 _walk(sub, f"{path} {name}".strip(), nodes)
         elif action.option_strings:
+            if action.help == argparse.SUPPRESS:
+                continue  # a hidden alias (an old spelling): accepted, not offered
             node.options += action.option_strings
             if action.nargs != 0:
                 node.valued += action.option_strings
@@ -99,8 +106,8 @@ complete -o default -F _meworkctl meworkctl
 """
 
 
-def bash_completion(parser: argparse.ArgumentParser) -> str:
-    """A bash script completing subcommands, options and choices at every level of ``parser``."""
+def _tables(parser: argparse.ArgumentParser) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The words (``kind:path``) and the choices (``path:option`` or ``path:#N``) of ``parser``."""
     nodes: dict[str, _Node] = {}
     _walk(parser, "", nodes)
     words: dict[str, list[str]] = {}
@@ -110,4 +117,35 @@ def bash_completion(parser: argparse.ArgumentParser) -> str:
             words[f"{kind}:{path}"] = getattr(node, kind)
         for key, values in node.choices.items():
             choices[f"{path}:{key}"] = values
+    return words, choices
+
+
+def bash_completion(parser: argparse.ArgumentParser) -> str:
+    """A bash script completing subcommands, options and choices at every level of ``parser``."""
+    words, choices = _tables(parser)
     return _BASH % {"words": _case(words), "choices": _case(choices)}
+
+
+def _fish_switch(entries: Mapping[str, Sequence[str]]) -> str:
+    """``switch`` rows printing one word a line (a list in fish, no splitting needed)."""
+    return "\n".join(
+        f"        case {shlex.quote(key)}\n"
+        f"            printf '%s\\n' {' '.join(map(shlex.quote, values))}"
+        for key, values in entries.items()
+        if values
+    )
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script for ``shell`` (one of :data:`SHELLS`)."""
+    from mework_client.ctl.completion_shells import FISH, ZSH
+
+    if shell == "bash":
+        return bash_completion(parser)
+    words, choices = _tables(parser)
+    if shell == "zsh":
+        return ZSH % {"words": _case(words), "choices": _case(choices)}
+    return FISH % {"words": _fish_switch(words), "choices": _fish_switch(choices)}
+
+
+SHELLS = ("bash", "zsh", "fish")

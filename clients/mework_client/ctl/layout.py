@@ -129,6 +129,11 @@ def listing(title: str, headers: Sequence[str], rows: list[list[object]], style:
     return head + "\n" + format_table(headers, rows, style) if rows else head
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 tool``, ``2 tools`` (``many`` for irregular plurals: ``entry``/``entries``)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
 def truncate(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -18,6 +18,7 @@ from mework_client.ctl import (
     daemon,
     presets,
     servers,
+    servers_edit,
     servers_inspect,
     servers_probe,
     settings,
@@ -34,7 +35,7 @@ from mework_client.ctl.command import (
     Ctx,
     arg,
 )
-from mework_client.ctl.completion import bash_completion
+from mework_client.ctl.completion import SHELLS, completion_script
 
 __all__ = ["COMMANDS", "GROUPS", "build_parser", "parse_args"]
 
@@ -55,7 +56,7 @@ GROUPS: dict[str, tuple[str, str]] = {
 
 
 def _run_completion(_cmd: Command, ctx: Ctx) -> int:
-    ctx.print(bash_completion(build_parser()))
+    ctx.print(completion_script(build_parser(), ctx.args.shell))
     return EXIT_OK
 
 
@@ -64,6 +65,7 @@ COMMANDS: tuple[Command, ...] = (
     *daemon.CONTROL,
     *settings.COMMANDS,
     *servers.COMMANDS,
+    *servers_edit.COMMANDS,
     *servers_probe.COMMANDS,
     *servers_inspect.COMMANDS,
     *presets.COMMANDS,
@@ -74,9 +76,11 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "completion",
         "print a shell completion script",
-        "source <(meworkctl completion bash)",
+        "source <(meworkctl completion bash)\n"
+        "  source <(meworkctl completion zsh)      # after compinit\n"
+        "  meworkctl completion fish | source",
         run=_run_completion,
-        args=(arg("shell", choices=("bash",), help="the shell (bash)"),),
+        args=(arg("shell", choices=SHELLS, help="the shell: " + ", ".join(SHELLS)),),
     ),
 )
 
@@ -224,6 +228,26 @@ def _split_trailing_command(argv: list[str]) -> tuple[list[str], list[str] | Non
     return argv, None
 
 
+ADD_HINT = (
+    "hint: a server's command and its arguments go after --, so options like -y reach it: "
+    "meworkctl servers add NAME [options] -- npx -y PACKAGE"
+)
+
+
+def _parse_full(head: list[str]) -> argparse.Namespace:
+    """The whole tree; ``servers add x npx -y pkg`` gets a hint about ``--`` (argparse took -y)."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(head)
+    if extras:
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        spec: Command | None = getattr(args, "spec", None)
+        if spec is not None and spec.path == "servers add":
+            args.leaf.print_usage(sys.stderr)
+            args.leaf.exit(EXIT_USAGE, f"{args.leaf.prog}: error: {message}\n{ADD_HINT}\n")
+        parser.error(message)
+    return args
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse (``SystemExit`` for ``--help``, ``--version`` and usage errors, as argparse does)."""
     head, command = _split_trailing_command(list(argv))
@@ -239,7 +263,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         except _Retry:
             args = None
     if args is None:
-        args = build_parser().parse_args(head)
+        args = _parse_full(head)
     if command is not None:
         args.command = [*args.command, *command]
     if args.socket is None:

@@ -216,14 +216,16 @@ _ADD_ARGS = (
     arg("--cwd", help="working directory of a stdio server"),
     arg("--description", help="shown to the model in the system prompt"),
     arg(
-        "--timeout",
         "--timeout-seconds",
         dest="server_timeout",
         type=int,
         metavar="N",
-        help="the server's request timeout in seconds (default 60); here --timeout is "
-        "the server's: give meworkctl's own --timeout before 'servers'",
+        help="the server's request timeout in seconds (default 60; the settings field "
+        "timeoutSeconds)",
     ),
+    # The old spelling, kept working: after 'servers add' it was the server's timeout, which
+    # read like meworkctl's own --timeout (the wait for a reply). Give that one before 'servers'.
+    arg("--timeout", dest="server_timeout", type=int, help=argparse.SUPPRESS),
     arg(
         "--long-running",
         action="store_true",

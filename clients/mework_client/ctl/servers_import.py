@@ -22,7 +22,7 @@ from mework_client.ctl.command import (
     Ctx,
     read_text,
 )
-from mework_client.ctl.layout import GREEN, PLAIN, RED, Cell, Style, format_table, obj
+from mework_client.ctl.layout import GREEN, PLAIN, RED, Cell, Style, format_table, obj, plural
 
 __all__ = ["ask_input", "format_import", "import_failed", "missing_inputs_message", "run_import"]
 
@@ -68,7 +68,8 @@ def import_failed(result: Any) -> str | None:
     r = obj(result)
     rejected, needed = r.get("rejected") or [], r.get("needsInputs") or []
     if rejected:
-        return f"{len(rejected)} entries were rejected"
+        verb = "was" if len(rejected) == 1 else "were"
+        return f"{plural(len(rejected), 'entry', 'entries')} {verb} rejected"
     return missing_inputs_message(needed) if needed else None
 
 

@@ -162,6 +162,7 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
+        progress="connecting to {name}",
         details="Records the server's name and version. On failure, shows the cause and the "
         "end of its stderr, and exits 1.",
     ),
@@ -176,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
         failed=_test_failed,
         run=_run_test,
         wait=True,
+        progress="connecting to {name}",
         details="It dials the server like 'servers test' and prints only the tools table "
         "(the servers.tools method returns what the server last reported, without dialing).",
     ),

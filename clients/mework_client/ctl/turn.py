@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mework_client.ctl.command import Command, UsageError, arg, pick, read_text, say, show
+from mework_client.ctl.command import Command, Ctx, UsageError, arg, pick, read_text, say, show
 from mework_client.ctl.layout import (
     PLAIN,
     Style,
@@ -17,6 +17,7 @@ from mework_client.ctl.layout import (
     key_values,
     listing,
     obj,
+    plural,
 )
 
 __all__ = ["COMMANDS", "GROUP", "format_call", "format_turn"]
@@ -74,17 +75,35 @@ def _content_block(block: Mapping[str, Any]) -> str:
 
 
 def format_call(result: Any, style: Style = PLAIN) -> str:
-    """``turns.callTool``: text as text, other blocks summarised, structuredContent as JSON."""
+    """``turns.callTool``: text as text, other blocks summarised, structuredContent as JSON.
+
+    When both are there, each gets a label, so the JSON is not mistaken for more text.
+    """
     r = obj(result)
     parts = [_content_block(block) for block in items(r, "content")]
     if r.get("structuredContent") is not None:
-        parts.append(dumps(r["structuredContent"]))
+        structured = dumps(r["structuredContent"])
+        if parts:
+            parts = [style.dim("content:"), *parts, style.dim("structured content:")]
+        parts.append(structured)
     text = "\n".join(parts)
     return style.red(text) if r.get("isError") and text else text
 
 
+def _cancelled(result: Any, args: argparse.Namespace, style: Style) -> str:
+    count = obj(result).get("cancelled")
+    what = plural(count, "call") if isinstance(count, int) else "calls"
+    return style.green("ok") + f"  cancelled {what} of {args.turn}"
+
+
 def _call_failed(result: Any) -> str | None:
     return "the tool reported an error (isError)" if obj(result).get("isError") else None
+
+
+def _run_call(cmd: Command, ctx: Ctx) -> int:
+    from mework_client.ctl.call import run_call  # threads and select: only for this command
+
+    return run_call(cmd, ctx)
 
 
 def _call_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -112,6 +131,7 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(conversationId="conversation", parentTurnId="parent"),
         render=show(format_turn),
         wait=True,
+        progress="connecting the servers of {conversation}",
     ),
     Command(
         "turn end",
@@ -127,9 +147,14 @@ COMMANDS: tuple[Command, ...] = (
         "cancel a turn's calls in flight",
         "meworkctl turn cancel t-123",
         method="turns.cancel",
-        args=(TURN, arg("--call", metavar="ID", help="only this call")),
-        params=pick(turnId="turn", callId="call"),
-        render=say("cancelled calls of {turn}"),
+        args=(
+            TURN,
+            arg("--call-id", metavar="ID", help="only this call (the id given to call --call-id)"),
+            # The old spelling, kept working (one name for one flag: --call-id, as in call).
+            arg("--call", dest="call_id", help=argparse.SUPPRESS),
+        ),
+        params=pick(turnId="turn", callId="call_id"),
+        render=_cancelled,
     ),
     Command(
         "call",
@@ -146,13 +171,17 @@ COMMANDS: tuple[Command, ...] = (
                 default="{}",
                 help="the arguments as a JSON object, or - to read them from stdin",
             ),
-            arg("--call-id", metavar="ID", help="an id for turn cancel --call"),
+            arg("--call-id", metavar="ID", help="an id for turn cancel --call-id"),
         ),
         params=_call_params,
         render=show(format_call),
         failed=_call_failed,
+        run=_run_call,
         wait=True,
-        details="Waits for approval when the conversation's level asks for it. Prints text "
-        "content, summarises other content and exits 1 when the tool reports isError.",
+        details="When the call needs approval it says so (tool and server); on a terminal it "
+        "asks y/N right there (any other answer is a reason to deny), elsewhere it waits and "
+        "says how to answer with 'meworkctl approvals allow ID'. Ctrl-C cancels the call and "
+        "its pending approval (exit 130). Prints text content, summarises other content, labels "
+        "structured content and exits 1 when the tool reports isError.",
     ),
 )

@@ -1,0 +1,167 @@
+"""``meworkctl call``: a tool call that says when it waits for approval and can be answered here.
+
+The call runs on its own connection in a helper thread; the main thread watches the approval
+events of this call (by its ``callId``) and, on a terminal, asks y/n (or a reason, which
+denies) and answers with ``approvals.respond``. Elsewhere it says how to answer from another
+terminal and keeps waiting. Ctrl-C cancels the call and its pending approval
+(``turns.cancel``) and exits 130. The helper thread reports through a queue and wakes a prompt
+that waits on stdin through a pipe, so nothing polls.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import sys
+import threading
+from typing import Any
+
+from mework_protocol.codes import METHOD_NOT_FOUND
+from mework_protocol.topics import APPROVAL_TOPICS
+
+from mework_client import Client, RpcError
+from mework_client.ctl.command import EXIT_INTERRUPTED, EXIT_OK, PROG, Command, Ctx
+from mework_client.ctl.layout import obj
+
+__all__ = ["ask_decision", "run_call"]
+
+
+def ask_decision(answer: str) -> tuple[str, str | None]:
+    """``y`` allows, ``n`` (or nothing) denies, any other text denies with it as the reason."""
+    text = answer.strip()
+    if text.lower() in ("y", "yes"):
+        return "allow", None
+    if text.lower() in ("", "n", "no"):
+        return "deny", None
+    return "deny", text
+
+
+class _CallThread(threading.Thread):
+    """Runs ``turns.callTool`` and posts ``("done", result)`` or ``("error", exc)``."""
+
+    def __init__(self, ctx: Ctx, params: dict[str, Any], inbox: queue.Queue[Any]) -> None:
+        super().__init__(daemon=True)  # on Ctrl-C the process exits without waiting for it
+        self.ctx, self.params, self.inbox = ctx, params, inbox
+        self.wake_read, self.wake_write = os.pipe()
+
+    def run(self) -> None:
+        try:
+            self.inbox.put(("done", self.ctx.call("turns.callTool", self.params, wait=True)))
+        except Exception as exc:  # noqa: BLE001 (handed to the main thread, which reports it)
+            self.inbox.put(("error", exc))
+        os.write(self.wake_write, b"x")
+
+
+class _ApprovalThread(threading.Thread):
+    """Posts ``("approval", data)`` for this call's requests; writes ``resolved`` when answered."""
+
+    def __init__(
+        self, stream: Client, call_id: str, inbox: queue.Queue[Any], resolved: int
+    ) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.call_id, self.inbox, self.resolved = stream, call_id, inbox, resolved
+        self.ids: set[str] = set()
+
+    def run(self) -> None:
+        try:
+            for topic, data in self.stream.events(list(APPROVAL_TOPICS)):
+                approval = obj(data)
+                if topic == "approval.requested" and approval.get("callId") == self.call_id:
+                    self.ids.add(str(approval.get("approvalId")))
+                    self.inbox.put(("approval", approval))
+                elif topic == "approval.resolved" and approval.get("approvalId") in self.ids:
+                    os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
+        except (OSError, ValueError):
+            pass  # the connection closed: the call's own reply says what happened
+
+
+def _read_answer(prompt: str, ctx: Ctx, wakes: tuple[int, int]) -> str | None:
+    """A line from the terminal, or ``None`` when it was answered elsewhere (or the call ended)."""
+    ctx.err.write(prompt)
+    ctx.err.flush()
+    ready, _, _ = select.select([sys.stdin, *wakes], [], [])
+    if sys.stdin not in ready:
+        ctx.note("(answered elsewhere)")
+        return None
+    return sys.stdin.readline()
+
+
+def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> None:
+    approval_id = str(approval.get("approvalId"))
+    what = f"{approval.get('tool')} on server {approval.get('server')}"
+    reason = f" ({approval['reason']})" if approval.get("reason") else ""
+    ctx.note(f"Waiting for approval of {what}{reason}, approval {approval_id}.")
+    if not (sys.stdin.isatty() and ctx.err.isatty()):
+        ctx.note(f"Answer it elsewhere: {PROG} approvals allow {approval_id}  (or deny)")
+        return
+    answer = _read_answer("Allow? [y/N, or a reason to deny] ", ctx, wakes)
+    if answer is None:
+        return
+    decision, why = ask_decision(answer)
+    params = {"approvalId": approval_id, "decision": decision}
+    try:
+        ctx.call("approvals.respond", params | ({"reason": why} if why else {}))
+    except RpcError as exc:
+        if exc.kind != "approval_not_found":
+            raise
+        ctx.note(f"{approval_id} was answered elsewhere")
+
+
+def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
+    try:
+        ctx.call("turns.cancel", {"turnId": params["turnId"], "callId": params["callId"]})
+    except (RpcError, OSError, TimeoutError):
+        pass  # the turn or call is gone already: nothing left to cancel
+    ctx.fail(f"interrupted: cancelled the call {params['callId']} (and its pending approval)")
+    return EXIT_INTERRUPTED
+
+
+def _watch_approvals(
+    ctx: Ctx, call_id: str, inbox: queue.Queue[Any], resolved: int
+) -> Client | None:
+    """A stream of this call's approval requests (``None`` if this meworkd has no events)."""
+    stream = ctx.connect(stream=True)
+    try:
+        # Subscribed before the call starts, so its approval request cannot be missed.
+        stream.call("events.subscribe", {"topics": list(APPROVAL_TOPICS)})
+    except RpcError as exc:
+        stream.close()
+        if exc.code == METHOD_NOT_FOUND:
+            return None  # the call itself still works; it just cannot say it waits
+        raise
+    _ApprovalThread(stream, call_id, inbox, resolved).start()
+    return stream
+
+
+def run_call(cmd: Command, ctx: Ctx) -> int:
+    params: dict[str, Any] = cmd.params(ctx.args) or {}
+    params.setdefault("callId", f"ctl-{os.urandom(6).hex()}")
+    inbox: queue.Queue[Any] = queue.Queue()
+    caller = _CallThread(ctx, params, inbox)
+    resolved_read, resolved_write = os.pipe()
+    stream = _watch_approvals(ctx, params["callId"], inbox, resolved_write)
+    try:
+        caller.start()
+        while True:
+            kind, value = inbox.get()
+            if kind == "approval":
+                _on_approval(ctx, value, (caller.wake_read, resolved_read))
+            elif kind == "error":
+                raise value
+            else:
+                return _finish(cmd, ctx, value)
+    except KeyboardInterrupt:
+        return _cancel(ctx, params)
+    finally:
+        if stream is not None:
+            stream.shutdown()
+
+
+def _finish(cmd: Command, ctx: Ctx, result: Any) -> int:
+    ctx.emit(result, lambda: cmd.render(result, ctx.args, ctx.style))
+    problem = cmd.failed(result)
+    if problem:
+        ctx.fail(problem)
+        return 1
+    return EXIT_OK
