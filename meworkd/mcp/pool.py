@@ -18,6 +18,7 @@ from mcp import ClientSession
 from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
+from meworkd.mcp.asks import ServerAsksHost
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
@@ -55,8 +56,10 @@ class SessionPool:
         writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
+        host: ServerAsksHost | None = None,
     ) -> None:
         self._environ = dict(environ)
+        self._host = host  # what every session's server may ask of (None: nothing)
         self._writer = writer
         self._ledger = ledger
         self._bus = bus
@@ -188,6 +191,7 @@ class SessionPool:
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
             secrets=secret_values(config, self._environ),
+            host=self._host,
         )
         try:
             await self._tg.start(self._own, session)
@@ -240,6 +244,17 @@ class SessionPool:
                 self._publish_status(session.server, session.conversation, "closed")
                 count += 1
         return count
+
+    async def roots_changed(self, conversation: str) -> None:
+        """Tell the live sessions of ``conversation`` that its roots changed (best effort)."""
+        for session in [s for s in self._sessions.values() if s.conversation == conversation]:
+            try:
+                with anyio.move_on_after(session.config.timeout):
+                    await session.send_roots_changed()
+            except TALK_ERRORS as exc:
+                log.info(
+                    "session.roots_notice_failed", server=session.server, error=type(exc).__name__
+                )
 
     def close_conversation(self, conversation: str) -> int:
         return self.retire(lambda s: s.conversation == conversation, force=True)

@@ -11,6 +11,7 @@ from typing import NamedTuple, Protocol
 
 from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.asks import ServerAsks
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
@@ -49,6 +50,7 @@ class Services:
     store: SettingsStore
     pool: SessionPool
     approvals: Approvals
+    asks: ServerAsks
     logs: ServerLogs
     redactor: Redactor
     paths: Locations
