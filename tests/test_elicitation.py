@@ -46,29 +46,55 @@ async def test_form_answered_checked_and_completed(mw: Harness) -> None:
     # A 1 s call timeout (once connected): the form stays open past it, the clock stopped.
     await mw.edit_settings(lambda doc: doc["assets"]["mcpServers"]["a"].update(timeoutSeconds=1))
     async with anyio.create_task_group() as tg:
-        call = start_call(tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["ask_prefs"]})
+        call = start_call(
+            tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["ask_prefs"]}
+        )
         asked = await wait_event(events, "elicitation.requested")
         assert asked["conversationId"] == turn_conv(turn, mw)
         assert (asked["turnId"], asked["server"], asked["mode"]) == (turn["turnId"], "a", "form")
-        assert asked["callId"] and asked["origin"] == "tool_call"
+        assert asked["callId"]
+        assert asked["origin"] == "tool_call"
         assert asked["message"] == "Tell me your preferences"
         assert asked["requestedSchema"]["properties"]["count"]["default"] == 3
-        assert "approvalId" not in asked and "decision" not in asked
+        assert "approvalId" not in asked
+        assert "decision" not in asked
         assert (await mw.call("elicitations.list"))["elicitations"] == [asked]
         eid = asked["elicitationId"]
         # Never answerable as a tool approval.
-        wrong = await rpc_error(mw.call("approvals.respond", {"approvalId": eid, "decision": "allow"}))
+        wrong = await rpc_error(
+            mw.call("approvals.respond", {"approvalId": eid, "decision": "allow"})
+        )
         assert wrong.data["kind"] == "approval_not_found"
-        bad = await rpc_error(mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {"name": "Ada", "count": 99}}))
-        assert bad.data["kind"] == "invalid_params" and "count: expected at most 10" in bad.message
-        missing = await rpc_error(mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {}}))
+        bad = await rpc_error(
+            mw.call(
+                "elicitations.respond",
+                {"elicitationId": eid, "action": "accept", "content": {"name": "Ada", "count": 99}},
+            )
+        )
+        assert bad.data["kind"] == "invalid_params"
+        assert "count: expected at most 10" in bad.message
+        missing = await rpc_error(
+            mw.call(
+                "elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {}}
+            )
+        )
         assert "name: required" in missing.message
-        extra = await rpc_error(mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {"name": "A", "age": 3}}))
+        extra = await rpc_error(
+            mw.call(
+                "elicitations.respond",
+                {"elicitationId": eid, "action": "accept", "content": {"name": "A", "age": 3}},
+            )
+        )
         assert "no field 'age'" in extra.message
         await anyio.sleep(1.5)  # past the call's own 1 s timeout: it must not have fired
         assert not call.done.is_set()
-        await mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {"name": "Ada"}})
-        again = await rpc_error(mw.call("elicitations.respond", {"elicitationId": eid, "action": "decline"}))
+        await mw.call(
+            "elicitations.respond",
+            {"elicitationId": eid, "action": "accept", "content": {"name": "Ada"}},
+        )
+        again = await rpc_error(
+            mw.call("elicitations.respond", {"elicitationId": eid, "action": "decline"})
+        )
         assert again.data["kind"] == "elicitation_not_found"
         result = await call.wait()
     expected = {"color": "green", "count": 3, "name": "Ada", "notify": False}
@@ -80,25 +106,36 @@ async def test_form_answered_checked_and_completed(mw: Harness) -> None:
 
 def turn_conv(turn: dict[str, Any], mw: Harness) -> str:
     assert mw.daemon is not None
-    return str(mw.daemon.live().turns._turns[turn["turnId"]].conversation_id)  # noqa: SLF001
+    return str(mw.daemon.live().turns._turns[turn["turnId"]].conversation_id)
 
 
 async def test_url_mode_and_completion(mw: Harness) -> None:
     events, turn, tools = await _setup(mw)
     async with anyio.create_task_group() as tg:
-        call = start_call(tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["open_url"]})
+        call = start_call(
+            tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["open_url"]}
+        )
         asked = await wait_event(events, "elicitation.requested")
         assert (asked["mode"], asked["url"]) == ("url", "https://example.com/login")
         assert "requestedSchema" not in asked
         eid = asked["elicitationId"]
-        bad = await rpc_error(mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept", "content": {"x": 1}}))
+        bad = await rpc_error(
+            mw.call(
+                "elicitations.respond",
+                {"elicitationId": eid, "action": "accept", "content": {"x": 1}},
+            )
+        )
         assert bad.data["kind"] == "invalid_params"
         await mw.call("elicitations.respond", {"elicitationId": eid, "action": "accept"})
         result = await call.wait()
     server_id = text_of(result).split()[1]
     assert text_of(result) == f"accept {server_id}"
     completed = await wait_event(events, "elicitation.completed")
-    assert completed == {"server": "a", "conversationId": asked["conversationId"], "serverElicitationId": server_id}
+    assert completed == {
+        "server": "a",
+        "conversationId": asked["conversationId"],
+        "serverElicitationId": server_id,
+    }
 
 
 async def test_refusals_without_a_person(mw: Harness) -> None:
@@ -109,7 +146,8 @@ async def test_refusals_without_a_person(mw: Harness) -> None:
     result = await mw.tool(turn, tools["ask_prefs"])  # nobody answers in time
     assert text_of(result) == "cancel"
     resolved = await wait_event(events, "elicitation.resolved")
-    assert resolved["action"] == "cancel" and resolved["reason"] == "nobody answered in time"
+    assert resolved["action"] == "cancel"
+    assert resolved["reason"] == "nobody answered in time"
 
 
 async def test_no_frontend_watching_cancels_at_once(mw: Harness) -> None:
@@ -125,10 +163,14 @@ async def test_cancelled_call_and_ended_turn_cancel_the_question(mw: Harness) ->
         if how == "turns.end":
             turn = await mw.begin(turn_conv(turn, mw))
         async with anyio.create_task_group() as tg:
-            call = start_call(tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]})
-            asked = await wait_event(events, "elicitation.requested")
+            call = start_call(
+                tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]}
+            )
+            eid = (await wait_event(events, "elicitation.requested"))["elicitationId"]
             await mw.call(how, {"turnId": turn["turnId"]})
-            resolved = await wait_event(events, "elicitation.resolved", lambda d: d["elicitationId"] == asked["elicitationId"])
+            resolved = await wait_event(
+                events, "elicitation.resolved", lambda d, eid=eid: d["elicitationId"] == eid
+            )
             assert resolved["action"] == "cancel"
             result = await call.wait()
         assert result["isError"] is True
@@ -143,7 +185,9 @@ async def test_modern_server_rounds_reach_the_same_broker(mw: Harness) -> None:
         asked = await wait_event(events, "elicitation.requested")
         # In 2026-07-28 rounds the callback runs in the call's task: bound to the call exactly.
         assert (asked["server"], asked["turnId"], asked["mode"]) == ("m", turn["turnId"], "form")
-        await mw.call("elicitations.respond", {"elicitationId": asked["elicitationId"], "action": "decline"})
+        await mw.call(
+            "elicitations.respond", {"elicitationId": asked["elicitationId"], "action": "decline"}
+        )
         result = await call.wait()
     assert text_of(result) == "decline"
     assert mw.sessions(asked["conversationId"], "m")[0].protocol_version == "2026-07-28"

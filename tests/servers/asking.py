@@ -13,8 +13,16 @@ import uuid
 from typing import Annotated, Literal
 
 import mcp_types as types
-from mcp.server.mcpserver import Context, Elicit, ElicitationResult, ListRoots, MCPServer, Resolve, Sample
 from mcp import MCPError
+from mcp.server.mcpserver import (
+    Context,
+    Elicit,
+    ElicitationResult,
+    ListRoots,
+    MCPServer,
+    Resolve,
+    Sample,
+)
 from mcp_types import ErrorData
 from pydantic import BaseModel, Field
 
@@ -31,7 +39,11 @@ class Prefs(BaseModel):
 @mcp.tool()
 async def ask_prefs(ctx: Context) -> str:
     r = await ctx.elicit("Tell me your preferences", Prefs)
-    return f"accepted {json.dumps(r.data.model_dump(), sort_keys=True)}" if r.action == "accept" else r.action
+    return (
+        f"accepted {json.dumps(r.data.model_dump(), sort_keys=True)}"
+        if r.action == "accept"
+        else r.action
+    )
 
 
 @mcp.tool()
@@ -47,7 +59,9 @@ async def open_url(ctx: Context) -> str:
 async def nested_form(ctx: Context) -> str:
     schema = {"type": "object", "properties": {"addr": {"type": "object", "properties": {}}}}
     try:
-        return (await ctx.session.elicit_form("Address?", schema, related_request_id=ctx.request_id)).action
+        return (
+            await ctx.session.elicit_form("Address?", schema, related_request_id=ctx.request_id)
+        ).action
     except MCPError as exc:
         return f"refused {exc.error.code}"
 
@@ -61,10 +75,26 @@ async def slow_elicit(ctx: Context) -> str:
         raise
 
 
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+log_level = {"min": "debug"}  # what the client last asked for with logging/setLevel
+
+
+async def _set_level(_ctx: object, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    log_level["min"] = params.level
+    return types.EmptyResult()
+
+
+# MCPServer serves no logging/setLevel (and so declares no `logging`): this one does.
+mcp._lowlevel_server.add_request_handler(
+    "logging/setLevel", types.SetLevelRequestParams, _set_level
+)
+
+
 @mcp.tool()
 async def chatty(ctx: Context) -> str:
-    await ctx.info("working hard")
-    await ctx.warning("almost out of tea")
+    for level, text in (("info", "working hard"), ("warning", "almost out of tea")):
+        if LEVELS.index(level) >= LEVELS.index(log_level["min"]):
+            await ctx.log(level, text)
     return "ok"
 
 
@@ -73,7 +103,9 @@ def _ask() -> Elicit[Prefs]:
 
 
 def _sample(topic: str) -> Sample:
-    msg = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"One line on {topic}"))
+    msg = types.SamplingMessage(
+        role="user", content=types.TextContent(type="text", text=f"One line on {topic}")
+    )
     return Sample([msg], max_tokens=50)
 
 
@@ -99,8 +131,11 @@ async def show_roots(r: Annotated[types.ListRootsResult, Resolve(_roots)]) -> st
 
 def _modern_relay() -> None:
     """Run this server as a child; answer ``initialize`` with -32601 ourselves."""
-    child = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdin is not None and child.stdout is not None
+    child = subprocess.Popen(
+        [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
     lock = threading.Lock()
 
     def write(line: bytes) -> None:
@@ -108,7 +143,9 @@ def _modern_relay() -> None:
             sys.stdout.buffer.write(line)
             sys.stdout.buffer.flush()
 
-    threading.Thread(target=lambda: [write(x) for x in iter(child.stdout.readline, b"")], daemon=True).start()
+    threading.Thread(
+        target=lambda: [write(x) for x in iter(child.stdout.readline, b"")], daemon=True
+    ).start()
     for line in sys.stdin.buffer:
         msg = json.loads(line)
         if isinstance(msg, dict) and msg.get("method") == "initialize":
