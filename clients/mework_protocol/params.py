@@ -158,6 +158,7 @@ class RespondParams(_Params):
     approval_id: str
     decision: Literal["allow", "deny"]
     reason: str | None = None
+    scope: Literal["once", "conversation"] = "once"
 
 
 class ElicitationRespondParams(_Params):

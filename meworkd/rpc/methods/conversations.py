@@ -101,5 +101,6 @@ async def delete(s: Services, _conn: Connection, p: IdParams) -> dict[str, Any]:
     live = s.live()
     live.state.delete_conversation(p.id)
     live.turns.end_conversation(p.id)
+    s.approvals.forget_conversation(p.id)
     closed = s.pool.close_conversation(p.id)
     return {"deleted": p.id, "sessionsClosed": closed}
