@@ -191,3 +191,24 @@ async def test_modern_server_rounds_reach_the_same_broker(mw: Harness) -> None:
         result = await call.wait()
     assert text_of(result) == "decline"
     assert mw.sessions(asked["conversationId"], "m")[0].protocol_version == "2026-07-28"
+
+
+async def test_meworkctl_requests_watch_fills_a_form(mw: Harness) -> None:
+    """The terminal frontend: a real ``meworkctl requests watch`` answers the form on stdin."""
+    _events, turn, tools = await _setup(mw)
+    ctl = Path(sys.executable).with_name("meworkctl")
+    async with await anyio.open_process(
+        [str(ctl), "requests", "watch", "--socket", str(mw.paths.socket)]
+    ) as proc:
+        assert proc.stdin is not None
+        assert proc.stderr is not None
+        with anyio.fail_after(15):
+            seen = b""
+            while b"Waiting for requests" not in seen:
+                seen += await proc.stderr.receive()
+        # accept; name "Ada"; count "oops" (refused by the daemon, asked again); then defaults.
+        await proc.stdin.send(b"y\nAda\noops\n\n\ny\nAda\n\n\n\n")
+        result = await mw.tool(turn, tools["ask_prefs"])
+        proc.terminate()
+    expected = {"color": "green", "count": 3, "name": "Ada", "notify": False}
+    assert text_of(result) == f"accepted {json.dumps(expected, sort_keys=True)}"
