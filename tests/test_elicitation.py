@@ -138,6 +138,23 @@ async def test_url_mode_and_completion(mw: Harness) -> None:
     }
 
 
+async def test_url_required_error_becomes_the_same_prompt(mw: Harness) -> None:
+    events, turn, tools = await _setup(mw)
+    async with anyio.create_task_group() as tg:
+        call = start_call(
+            tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["needs_login"]}
+        )
+        asked = await wait_event(events, "elicitation.requested")
+        assert (asked["mode"], asked["url"]) == ("url", "https://example.com/auth")
+        assert asked["serverElicitationId"] == "auth-1"
+        assert asked["callId"]
+        await mw.call(
+            "elicitations.respond", {"elicitationId": asked["elicitationId"], "action": "accept"}
+        )
+        result = await call.wait()
+    assert text_of(result) == "logged in"  # the call was made again after consent
+
+
 async def test_refusals_without_a_person(mw: Harness) -> None:
     events, turn, tools = await _setup(mw)
     # Not a flat form: refused to the server (-32602), nobody is asked.

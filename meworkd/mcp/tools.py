@@ -244,15 +244,24 @@ async def _call_rounds(
     """
     responses: dict[str, Any] | None = None
     state: str | None = None
+    url_asked = False
     for _ in range(MAX_INPUT_ROUNDS):
         # send_request, not call_tool: no client-side outputSchema validation (a mismatching
         # reply is still the server's reply) and no implicit tools/list.
         params = types.CallToolRequestParams(
             name=tool, arguments=arguments, input_responses=responses, request_state=state
         )
-        result = await client.send_request(
-            types.CallToolRequest(params=params), _RawResult, progress_callback=progress
-        )
+        try:
+            result = await client.send_request(
+                types.CallToolRequest(params=params), _RawResult, progress_callback=progress
+            )
+        except MCPError as exc:
+            if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
+                raise
+            url_asked = True  # asked once; a second -32042 is the call's answer
+            if not await _consent_to_urls(client, exc):
+                raise
+            continue
         raw = result.model_extra or {}
         if raw.get("resultType") != "input_required":
             return raw
@@ -271,6 +280,21 @@ async def _call_rounds(
     raise MCPError(
         types.INTERNAL_ERROR, f"the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
     )
+
+
+async def _consent_to_urls(client: ClientSession, exc: MCPError) -> bool:
+    """A -32042 "URL elicitation required": each URL goes to the person as a URL elicitation
+    would; True when every one was accepted (then the call is made again, once)."""
+    try:
+        required = types.ElicitationRequiredErrorData.model_validate(exc.error.data)
+    except ValidationError:
+        return False
+    for index, params in enumerate(required.elicitations):
+        context = ClientRequestContext(session=client, request_id=f"url-required-{index}")
+        answer = await client.dispatch_input_request(context, types.ElicitRequest(params=params))
+        if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+            return False
+    return bool(required.elicitations)
 
 
 def shape_reply(raw: dict[str, Any]) -> dict[str, Any]:

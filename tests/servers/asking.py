@@ -23,6 +23,7 @@ from mcp.server.mcpserver import (
     Resolve,
     Sample,
 )
+from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp_types import ErrorData
 from pydantic import BaseModel, Field
 
@@ -53,6 +54,21 @@ async def open_url(ctx: Context) -> str:
     if r.action == "accept":
         await ctx.session.send_elicit_complete(eid)
     return f"{r.action} {eid}"
+
+
+logged_in = {"done": False}
+
+
+@mcp.tool()
+async def needs_login() -> str:
+    """Fails with -32042 (URL elicitation required) until the client has consented once."""
+    if not logged_in["done"]:
+        logged_in["done"] = True
+        url = types.ElicitRequestURLParams(
+            message="Log in first", url="https://example.com/auth", elicitation_id="auth-1"
+        )
+        raise UrlElicitationRequiredError([url])
+    return "logged in"
 
 
 @mcp.tool()
