@@ -3,6 +3,8 @@ daemon's broker, bound to its call; real daemon, real fixture server (tests/serv
 """
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -156,7 +158,12 @@ async def test_url_required_error_becomes_the_same_prompt(mw: Harness) -> None:
 
 
 async def test_refusals_without_a_person(mw: Harness) -> None:
-    events, turn, tools = await _setup(mw)
+    await mw.start(document({"a": asking()}))
+    turn = await mw.begin(await mw.conversation(["a"]))
+    tools = bound(turn, "a")
+    # Nobody watching: cancelled at once (a "decline" would be a refusal nobody made).
+    assert text_of(await mw.tool(turn, tools["ask_prefs"])) == "cancel"
+    events = await mw.connect(TOPICS)
     # Not a flat form: refused to the server (-32602), nobody is asked.
     assert text_of(await mw.tool(turn, tools["nested_form"])) == "refused -32602"
     await mw.call("settings.setMcpOptions", {"question_timeout_seconds": 0.3})
@@ -167,18 +174,12 @@ async def test_refusals_without_a_person(mw: Harness) -> None:
     assert resolved["reason"] == "nobody answered in time"
 
 
-async def test_no_frontend_watching_cancels_at_once(mw: Harness) -> None:
-    await mw.start(document({"a": asking()}))
-    conv = await mw.conversation(["a"])
-    turn = await mw.begin(conv)
-    assert text_of(await mw.tool(turn, bound(turn, "a")["ask_prefs"])) == "cancel"
-
-
 async def test_cancelled_call_and_ended_turn_cancel_the_question(mw: Harness) -> None:
     events, turn, tools = await _setup(mw)
+    conv = turn_conv(turn, mw)
     for how in ("turns.cancel", "turns.end"):
         if how == "turns.end":
-            turn = await mw.begin(turn_conv(turn, mw))
+            turn = await mw.begin(conv)
         async with anyio.create_task_group() as tg:
             call = start_call(
                 tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]}
@@ -192,6 +193,28 @@ async def test_cancelled_call_and_ended_turn_cancel_the_question(mw: Harness) ->
             result = await call.wait()
         assert result["isError"] is True
         assert (await mw.call("elicitations.list"))["elicitations"] == []
+    # The session closes (its server dies) while the form is open.
+    turn = await mw.begin(conv)
+    async with anyio.create_task_group() as tg:
+        call = start_call(
+            tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]}
+        )
+        eid = (await wait_event(events, "elicitation.requested"))["elicitationId"]
+        os.kill(mw.pid(conv, "a"), signal.SIGKILL)
+        resolved = await wait_event(
+            events, "elicitation.resolved", lambda d, eid=eid: d["elicitationId"] == eid
+        )
+        assert resolved["action"] == "cancel"
+        assert (await call.wait())["isError"] is True
+    # The daemon stops while a form is open: answered as cancelled, nothing left pending.
+    daemon = mw.d
+    async with anyio.create_task_group() as tg:
+        call = start_call(
+            tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]}
+        )
+        await wait_event(events, "elicitation.requested")
+        await mw.stop()
+    assert daemon.asks.elicitations() == []
 
 
 async def test_modern_server_rounds_reach_the_same_broker(mw: Harness) -> None:
