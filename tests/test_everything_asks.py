@@ -20,7 +20,7 @@ from tests.turn_helpers import (
 pytestmark = pytest.mark.anyio
 
 EVERYTHING = PEERS / ".bin" / "mcp-server-everything"
-TOPICS = ["elicitation.requested", "sampling.requested", "server.log"]
+TOPICS = ["elicitation.requested", "sampling.requested", "server.log", "server.changed"]
 
 
 async def _answered(
@@ -54,6 +54,9 @@ async def test_server_everything(mw: Harness) -> None:
     )
     turn = await mw.begin(conv["id"])
     tools = bound(turn, "e")
+    # server-everything announces tools/list_changed right after connecting.
+    changed = await wait_event(events, "server.changed")
+    assert changed == {"server": "e", "conversationId": conv["id"], "list": "tools"}
 
     asked, result = await _answered(
         mw,
