@@ -93,7 +93,7 @@ class SessionCallbacks:
             request.pop("_meta", None)
             result = await self._host.elicit(self.origin(), request)
             return _error(result) or types.ElicitResult.model_validate(result)
-        except (ValidationError, ValueError, TypeError, KeyError):
+        except Exception:  # a callback is a boundary: no Python text on the wire
             log.exception("asks.elicitation_failed", server=self._server)
             return _internal()
 
@@ -105,13 +105,22 @@ class SessionCallbacks:
             request.pop("_meta", None)
             result = await self._host.sample(self.origin(), request)
             return _error(result) or types.CreateMessageResult.model_validate(result)
-        except (ValidationError, ValueError, TypeError, KeyError):
+        except ValidationError:
             # A frontend's result that is no CreateMessageResult: the server gets a refusal.
             log.warning("asks.sampling_invalid", server=self._server)
             return types.ErrorData(code=-1, message="the sampling result was not valid")
+        except Exception:  # a callback is a boundary: no Python text on the wire
+            log.exception("asks.sampling_failed", server=self._server)
+            return _internal()
 
-    async def list_roots(self, _ctx: ClientRequestContext) -> types.ListRootsResult:
-        roots = [types.Root.model_validate(r) for r in self._host.roots(self._conversation)]
+    async def list_roots(
+        self, _ctx: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        try:
+            roots = [types.Root.model_validate(r) for r in self._host.roots(self._conversation)]
+        except Exception:  # a callback is a boundary: no Python text on the wire
+            log.exception("asks.roots_failed", server=self._server)
+            return _internal()
         return types.ListRootsResult(roots=roots)
 
     async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
