@@ -138,10 +138,7 @@ async def test_url_mode_and_completion(mw: Harness) -> None:
         "conversationId": asked["conversationId"],
         "serverElicitationId": server_id,
     }
-
-
-async def test_url_required_error_becomes_the_same_prompt(mw: Harness) -> None:
-    events, turn, tools = await _setup(mw)
+    # A -32042 "URL elicitation required" error becomes the same prompt, then the call again.
     async with anyio.create_task_group() as tg:
         call = start_call(
             tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["needs_login"]}
