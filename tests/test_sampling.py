@@ -52,9 +52,8 @@ async def test_sampling(mw: Harness) -> None:
     )
     assert off["isError"] is True
 
+    # Turning it on retires the open sessions: the next ones declare sampling.
     await mw.call("settings.setMcpOptions", {"sampling": True})
-    await mw.call("conversations.update", {"id": conv, "mcpServers": []})  # new sessions: new caps
-    await mw.call("conversations.update", {"id": conv, "mcpServers": ["a"]})
     turn = await mw.begin(conv)
     # No frontend that can sample: a clear refusal at once.
     nobody = await mw.tool(turn, bound(turn, "a")["summarize"], {"topic": "x"})

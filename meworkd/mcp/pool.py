@@ -64,6 +64,7 @@ class SessionPool:
         self._ledger = ledger
         self._bus = bus
         self._idle = 0.0  # seconds without use before a session closes; set by run()
+        self._sampling = False  # mcp.sampling the open sessions declared; set by run()
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
         self._state = PoolState.CREATED
@@ -76,6 +77,7 @@ class SessionPool:
         self, settings: Settings, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
+        self._sampling = settings.mcp.sampling
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._state = PoolState.RUNNING
@@ -263,6 +265,10 @@ class SessionPool:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
+        if settings.mcp.sampling != self._sampling:
+            # Capabilities are fixed per session: every one reconnects with the new declaration.
+            self._sampling = settings.mcp.sampling
+            gone |= {s.server for s in self._sessions.values()}
         if gone:
             count = self.retire(lambda s: s.server in gone)
             if count:
