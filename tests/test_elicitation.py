@@ -203,6 +203,20 @@ async def test_cancelled_call_and_ended_turn_cancel_the_question(mw: Harness) ->
         )
         assert resolved["action"] == "cancel"
         assert (await call.wait())["isError"] is True
+    # Two calls in flight on one stdio session: which one asks is unknown, so the question is
+    # "background" and names both (both clocks stopped); cancelling the turn ends both.
+    async with anyio.create_task_group() as tg:
+        for _ in range(2):
+            start_call(
+                tg, mw.c, "turns.callTool", {"turnId": turn["turnId"], "name": tools["slow_elicit"]}
+            )
+        await wait_event(events, "elicitation.requested")  # before or after the 2nd call began
+        second = await wait_event(events, "elicitation.requested")
+        assert (second["origin"], second["callId"]) == ("background", None)
+        assert second["turnId"] == turn["turnId"]  # both calls are this turn's
+        assert len(set(second["inFlight"])) == 2
+        await mw.call("turns.cancel", {"turnId": turn["turnId"]})
+    assert (await mw.call("elicitations.list"))["elicitations"] == []
     # The daemon stops while a form is open: answered as cancelled, nothing left pending.
     daemon = mw.d
     async with anyio.create_task_group() as tg:

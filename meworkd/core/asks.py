@@ -117,15 +117,16 @@ class ServerAsks:
         details: dict[str, Any],
         unanswered: Callable[[Unanswered], dict[str, Any]],
     ) -> dict[str, Any]:
-        slot = self.inflight.find(origin.conversation, origin.server, origin.call)
-        subject = _subject(origin, slot)
-        details = {
-            "server": origin.server,
-            "origin": "tool_call" if slot else "background",
-            **details,
-        }
-        if slot is not None:
-            slot.clock.hold()
+        slot, maybe = self.inflight.find(origin.conversation, origin.server, origin.call)
+        subject = _subject(origin, slot, maybe)
+        where: dict[str, Any] = {"origin": "tool_call" if slot else "background"}
+        if slot is None and maybe:
+            # Several calls in flight on the session (stdio cannot tell which one asks).
+            where["inFlight"] = [s.call_id for s in maybe]
+        details = {"server": origin.server, **where, **details}
+        # Whichever call it is, its own timeout must not run out while the person answers.
+        for candidate in maybe:
+            candidate.clock.hold()
         try:
             return await broker.ask(
                 subject,
@@ -134,8 +135,8 @@ class ServerAsks:
                 unanswered=unanswered,
             )
         finally:
-            if slot is not None:
-                slot.clock.release()
+            for candidate in maybe:
+                candidate.clock.release()
 
     # --- elicitation ---------------------------------------------------------------------
 
@@ -248,10 +249,12 @@ class ServerAsks:
         self._sampling.stop(lambda why: _refusal(_WHY[why]))
 
 
-def _subject(origin: AskOrigin, slot: CallSlot | None) -> Subject:
-    if slot is None:
-        return Subject(origin.conversation, None, None)
-    return Subject(slot.conversation_id, slot.turn_id, slot.call_id)
+def _subject(origin: AskOrigin, slot: CallSlot | None, maybe: list[CallSlot]) -> Subject:
+    if slot is not None:
+        return Subject(slot.conversation_id, slot.turn_id, slot.call_id)
+    turns = {s.turn_id for s in maybe}
+    # Several calls of one turn: the turn is known (ending it ends the question), the call not.
+    return Subject(origin.conversation, turns.pop() if len(turns) == 1 else None, None)
 
 
 def _sampling_result_problem(result: dict[str, Any]) -> str | None:

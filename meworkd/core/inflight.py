@@ -1,8 +1,8 @@
 """The tool calls in flight on each session, so a server's question can be bound to its call.
 
-A question arrives on a session, not on a call: over HTTP and in 2026-07-28 rounds the call is
-known (its slot is the ``CURRENT_CALL`` the callback sees); over stdio it is not, and the only
-call in flight on that (conversation, server) is taken to be the one asking. Each slot holds
+A question arrives on a session, not on a call: the only call in flight on that (conversation,
+server) is taken to be the one asking; with several it is unknown (the ``CURRENT_CALL`` a
+callback sees may be another call's, on stdio), and all of them are held. Each slot holds
 its call's clock, stopped while a question bound to the call waits for a person.
 """
 
@@ -43,9 +43,20 @@ class InFlight:
             if not slots:
                 del self._slots[key]
 
-    def find(self, conversation_id: str | None, server: str, current: object) -> CallSlot | None:
-        """The call a question belongs to: the current one, else the only one in flight."""
-        if isinstance(current, CallSlot):
-            return current
-        slots = self._slots.get((conversation_id or "", server), [])
-        return slots[0] if len(slots) == 1 else None
+    def find(
+        self, conversation_id: str | None, server: str, current: object
+    ) -> tuple[CallSlot | None, list[CallSlot]]:
+        """The call a question belongs to, and every call it may belong to.
+
+        With one call in flight on the session it is that one. With several, the current call
+        the callback sees is not to be trusted (a transport may hand over the context of the
+        last message it sent, not of the request that caused the question): unknown, and all
+        of them may be waiting for the person. The current call alone binds only when it is
+        in flight and the only one, or when nothing else is registered (e.g. a probe).
+        """
+        slots = list(self._slots.get((conversation_id or "", server), []))
+        if len(slots) == 1:
+            return slots[0], slots
+        if not slots and isinstance(current, CallSlot):
+            return current, [current]
+        return None, slots
