@@ -19,6 +19,7 @@ __all__ = [
     "CancelParams",
     "CompleteParams",
     "CreateConversationParams",
+    "ElicitationRespondParams",
     "ExportParams",
     "GetPromptParams",
     "GetServerParams",
@@ -32,6 +33,7 @@ __all__ = [
     "ReadResourceParams",
     "RenameParams",
     "RespondParams",
+    "SamplingRespondParams",
     "SubscribeParams",
     "ToolAutoApproveParams",
     "ToolEnabledParams",
@@ -103,6 +105,8 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     session_idle_minutes: float | None = None
     max_reply_bytes: int | None = None
     approval_timeout_seconds: float | None = None
+    question_timeout_seconds: float | None = None
+    sampling: bool | None = None
 
 
 class PresetParams(_Params):
@@ -143,12 +147,14 @@ class CreateConversationParams(_Params):
     preset: str | None = None
     mcp_servers: list[str] | None = None
     approval_level: ApprovalLevel | None = None
+    roots: list[str] | None = None  # file:// URIs of directories
 
 
 class UpdateConversationParams(_Params):
     id: str
     mcp_servers: list[str] | None = None
     approval_level: ApprovalLevel | None = None
+    roots: list[str] | None = None
     preset: str | msgspec.UnsetType | None = msgspec.UNSET  # null: detach the preset
 
 
@@ -177,6 +183,19 @@ class RespondParams(_Params):
     approval_id: str
     decision: Literal["allow", "deny"]
     reason: str | None = None
+    scope: Literal["once", "conversation"] = "once"
+
+
+class ElicitationRespondParams(_Params):
+    elicitation_id: str
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class SamplingRespondParams(_Params):
+    request_id: str
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
 
 
 class AuditParams(_Params):

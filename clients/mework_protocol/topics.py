@@ -1,11 +1,23 @@
 """Event topics a frontend can subscribe to (``events.subscribe``), and the overflow notice."""
 
-__all__ = ["APPROVAL_TOPICS", "EVENTS_OVERFLOWED", "TOPICS"]
+__all__ = [
+    "APPROVAL_TOPICS",
+    "ELICITATION_TOPICS",
+    "EVENTS_OVERFLOWED",
+    "REQUEST_TOPICS",
+    "SAMPLING_TOPICS",
+    "TOPICS",
+]
 
 APPROVAL_TOPICS = ("approval.requested", "approval.resolved")
+ELICITATION_TOPICS = ("elicitation.requested", "elicitation.resolved", "elicitation.completed")
+SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
+# Everything a person may be asked (what `meworkctl requests watch` listens to).
+REQUEST_TOPICS = (*APPROVAL_TOPICS, *ELICITATION_TOPICS, *SAMPLING_TOPICS)
 TOPICS = frozenset(
     {
-        *APPROVAL_TOPICS,
+        *REQUEST_TOPICS,
+        "server.changed",
         "settings.reloaded",
         "settings.invalid",
         "server.log",

@@ -25,11 +25,12 @@ from meworkd import __version__
 from meworkd.app import systemd
 from meworkd.app.instance import InstanceLock, prepare_socket_dir, prepare_state_dir
 from meworkd.app.paths import Paths
-from meworkd.base.errors import ShuttingDown
+from meworkd.base.errors import NotFound, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.asks import ServerAsks
 from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
@@ -71,7 +72,10 @@ class Daemon:
         self.store.add_listener(self._on_settings)
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
-        self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus)
+        self.asks = ServerAsks(self.bus, self.store, self.logs, self._roots)
+        self.pool = SessionPool(
+            self.environ, self.logs.writer, self.ledger, self.bus, host=self.asks
+        )
         self.approvals = Approvals(self.bus, self.redactor.redact)
         self.inventory = Inventory()
         self.state = DaemonState.CREATED
@@ -81,6 +85,7 @@ class Daemon:
             store=self.store,
             pool=self.pool,
             approvals=self.approvals,
+            asks=self.asks,
             logs=self.logs,
             redactor=self.redactor,
             paths=paths,
@@ -98,6 +103,15 @@ class Daemon:
         self._notifier = systemd.Notifier()
 
     # --- lifecycle -------------------------------------------------------------------------
+
+    def _roots(self, conversation_id: str) -> list[dict[str, str]]:
+        live = self._live
+        if live is None:
+            return []
+        try:
+            return live.state.get_conversation(conversation_id).root_list()
+        except NotFound:
+            return []
 
     def request_shutdown(self) -> None:
         self._stop.set()
@@ -119,6 +133,7 @@ class Daemon:
                 db,
                 self.bus,
                 self.redactor.redact_value,
+                self.asks,
                 inventory=self.inventory,
             )
             self._live, self.state = Live(db, turns), DaemonState.RUNNING
@@ -169,6 +184,7 @@ class Daemon:
                 log.info("daemon.stopping")
                 self._notifier.stopping()
                 self.approvals.shutdown()
+                self.asks.stop()
                 self.rpc.stop()
             self.store.stop_watching()
             backend.cancel_scope.cancel()

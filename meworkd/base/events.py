@@ -87,6 +87,10 @@ class EventBus:
             if sub.wants(topic):
                 sub.offer(event)
 
+    def watching(self, topic: str) -> int:
+        """How many subscribers would receive ``topic`` (is anyone there to ask?)."""
+        return sum(1 for sub in self._subscribers if sub.wants(topic))
+
     @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)

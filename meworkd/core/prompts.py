@@ -3,7 +3,8 @@
 The first answer wins; a question nobody answers in time, one whose call or turn is cancelled and
 one still open when the daemon stops all get the asker's own "unanswered" answer, and none is left
 pending. Which events, which id key and which not-found error belong to the kind of question
-(:class:`PromptKind`): approvals ask through it now, server requests to the user will next.
+(:class:`PromptKind`): approvals, a server's elicitations and its sampling requests each have
+their own broker of this one kind of mechanism, so an answer of one kind can never settle another.
 """
 
 import uuid
@@ -39,8 +40,8 @@ class Unanswered(StrEnum):
 class Subject:
     """What a question is bound to."""
 
-    conversation_id: str
-    turn_id: str
+    conversation_id: str | None  # None: a server's question outside any conversation
+    turn_id: str | None  # None: not bound to a turn (a server asking in the background)
     call_id: str | None
 
 
@@ -125,6 +126,13 @@ class PromptBroker(Generic[A]):
         if pending is None or pending.answer is not None:
             raise self._kind.not_found(prompt_id)
         self._settle(pending, answer)
+
+    def question(self, prompt_id: str) -> dict[str, Any]:
+        """The open question ``prompt_id``; the kind's not-found error if unknown or settled."""
+        pending = self._pending.get(prompt_id)
+        if pending is None or pending.answer is not None:
+            raise self._kind.not_found(prompt_id)
+        return pending.question
 
     def open_questions(self) -> list[dict[str, Any]]:
         return [p.question for p in self._pending.values() if p.answer is None]

@@ -1,4 +1,5 @@
-"""Each server's stderr (the Logs tab): a ring buffer capped in lines and bytes, and events."""
+"""Each server's stderr and log notifications (the Logs tab): a ring buffer capped in lines and
+bytes, and ``server.log`` events."""
 
 import time
 from collections import deque
@@ -69,6 +70,24 @@ class ServerLogs:
             return stored
 
         return write
+
+    def message(
+        self, server: str, conversation: str | None, level: str, logger: str | None, text: str
+    ) -> str:
+        """A server's ``notifications/message`` line: stored next to its stderr, with its level."""
+        source = f"{logger}: " if logger else ""
+        stored = self.ring(server).append(self._redact(f"[{level}] {source}{text}"))
+        self._bus.publish(
+            "server.log",
+            {
+                "server": server,
+                "conversation": conversation,
+                "line": stored,
+                "level": level,
+                "source": "notification",
+            },
+        )
+        return stored
 
     def forget(self, server: str) -> None:
         self._rings.pop(server, None)

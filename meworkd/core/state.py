@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     approval_level TEXT NOT NULL DEFAULT '{DEFAULT_APPROVAL_LEVEL}',
     preset TEXT,
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    roots TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -62,6 +63,9 @@ def _prepare(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(_SCHEMA)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
+    if "roots" not in columns:  # a database from before conversations had roots
+        db.execute("ALTER TABLE conversations ADD COLUMN roots TEXT NOT NULL DEFAULT '[]'")
     # Damage where every start reads is found now, before anything is written, not by the first
     # request. The conversations table is small; the audit is not, and is not checked (a failed
     # audit write is logged).
@@ -79,6 +83,11 @@ class Conversation:
     preset: str | None
     created_at: str
     updated_at: str
+    roots: tuple[str, ...] = ()  # file:// URIs of the directories the servers may work in
+
+    def root_list(self) -> list[dict[str, str]]:
+        """The roots as ``roots/list`` answers them: ``{uri, name}``, the name the last segment."""
+        return [{"uri": uri, "name": uri.rstrip("/").rsplit("/", 1)[-1]} for uri in self.roots]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +97,7 @@ class Conversation:
             "preset": self.preset,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
+            "roots": list(self.roots),
         }
 
 
@@ -115,6 +125,7 @@ class StateDB(AuditLog):
             preset=row["preset"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
+            roots=tuple(json.loads(row["roots"])),
         )
 
     def create_conversation(
@@ -123,13 +134,23 @@ class StateDB(AuditLog):
         mcp_servers: list[str],
         approval_level: ApprovalLevel,
         preset: str | None,
+        roots: list[str] | None = None,
     ) -> Conversation:
         cid = conversation_id or uuid.uuid4().hex
         stamp = now_iso()
         try:
             self._db.execute(
-                "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?)",
-                (cid, json.dumps(mcp_servers), approval_level, preset, stamp, stamp),
+                "INSERT INTO conversations (id, mcp_servers, approval_level, preset, created_at, "
+                "updated_at, roots) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    cid,
+                    json.dumps(mcp_servers),
+                    approval_level,
+                    preset,
+                    stamp,
+                    stamp,
+                    json.dumps(roots or []),
+                ),
             )
         except sqlite3.IntegrityError:
             raise ConflictError(
@@ -160,16 +181,18 @@ class StateDB(AuditLog):
         mcp_servers: list[str] | None = None,
         approval_level: ApprovalLevel | None = None,
         preset: str | msgspec.UnsetType | None = msgspec.UNSET,
+        roots: list[str] | None = None,
     ) -> Conversation:
         """Change what is given; ``preset`` None clears the label, UNSET keeps it."""
         current = self.get_conversation(conversation_id)
         self._db.execute(
             "UPDATE conversations SET mcp_servers = ?, approval_level = ?, preset = ?, "
-            "updated_at = ? WHERE id = ?",
+            "roots = ?, updated_at = ? WHERE id = ?",
             (
                 json.dumps(list(current.mcp_servers) if mcp_servers is None else mcp_servers),
                 approval_level or current.approval_level,
                 current.preset if preset is msgspec.UNSET else preset,
+                json.dumps(list(current.roots) if roots is None else roots),
                 now_iso(),
                 conversation_id,
             ),

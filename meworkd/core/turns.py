@@ -21,11 +21,13 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
+from meworkd.core.asks import ServerAsks
+from meworkd.core.callrun import CallRunner, CallSite
 from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
-from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, call_tool, list_tools
+from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
 
@@ -54,6 +56,7 @@ class Turns:
         db: StateDB,
         bus: EventBus,
         redact: Redact,
+        asks: ServerAsks,
         *,
         inventory: Inventory | None = None,
     ) -> None:
@@ -64,6 +67,8 @@ class Turns:
         self._bus = bus
         self._redact = redact
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
+        self._asks = asks
+        self._runner = CallRunner(pool, bus, asks)
         self._turns: dict[str, Turn] = {}
         # No turn of an earlier run survives it: what it left unfinished was cut off.
         db.mark_interrupted()
@@ -218,7 +223,8 @@ class Turns:
         if isinstance(again, Decision):
             return again, error_result(again.reason or ""), 0
         call_with = self._store.settings
-        result = await self._call(turn, again, arguments, call_id, call_with)
+        site = CallSite(turn.conversation_id, turn.id, call_id)
+        result = await self._runner.run(site, again, arguments, call_with)
         return decision, result, call_with.mcp.max_reply_bytes
 
     async def _current(self, turn: Turn, name: str, binding: Binding) -> Binding | Decision:
@@ -289,51 +295,6 @@ class Turns:
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)
 
-    async def _call(
-        self,
-        turn: Turn,
-        binding: Binding,
-        arguments: dict[str, Any],
-        call_id: str,
-        settings: Settings,
-    ) -> dict[str, Any]:
-        config = settings.servers.get(binding.server)
-        if config is None or not config.enabled:  # a reload since _current looked
-            return error_result(f"The MCP server {binding.server} is no longer available.")
-
-        def progress(progress: float, total: float | None, message: str | None) -> None:
-            self._bus.publish(
-                "turn.progress",
-                {
-                    "turnId": turn.id,
-                    "callId": call_id,
-                    "conversationId": turn.conversation_id,
-                    "server": binding.server,
-                    "tool": binding.tool,
-                    "progress": progress,
-                    "total": total,
-                    "message": message,
-                },
-            )
-
-        try:
-            return await self._pool.using(
-                turn.conversation_id,
-                binding.server,
-                config,
-                lambda client: call_tool(
-                    client,
-                    binding.tool,
-                    arguments,
-                    request_timeout=config.timeout,
-                    long_running=config.long_running,
-                    on_progress=progress,
-                    reply_limit=settings.mcp.max_reply_bytes,
-                ),
-            )
-        except ServerUnavailable as exc:
-            return error_result(call_failure_text(exc, binding.server))
-
     def _record(
         self,
         audit: dict[str, Any],
@@ -367,6 +328,7 @@ class Turns:
             "the call was cancelled" if call_id else "the turn was cancelled",
             call_id,
         )
+        self._asks.cancel(turn_id, call_id)  # the server's questions of the call, likewise
         scopes = (
             [turn.calls[call_id]]
             if call_id in turn.calls

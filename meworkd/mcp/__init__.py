@@ -3,6 +3,7 @@
 Everything above it uses these names and sees plain data and MeworkError subclasses only.
 """
 
+from meworkd.mcp.asks import CURRENT_CALL, AskOrigin, ServerAsksHost
 from meworkd.mcp.errors import InvalidListing, SessionGone, TalkFailed, call_failure_text
 from meworkd.mcp.inspect import (
     InspectionRequest,
@@ -18,9 +19,12 @@ from meworkd.mcp.model import PeerInfo, ServerReport, ToolInfo
 from meworkd.mcp.pool import LogWriter, SessionPool
 from meworkd.mcp.report import describe
 from meworkd.mcp.session import McpSession, SessionState
-from meworkd.mcp.tools import ProgressSink, call_tool, list_tools
+from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools
 
 __all__ = [
+    "CURRENT_CALL",
+    "AskOrigin",
+    "CallClock",
     "InspectionRequest",
     "InvalidListing",
     "LogWriter",
@@ -28,6 +32,7 @@ __all__ = [
     "PeerInfo",
     "PidLedger",
     "ProgressSink",
+    "ServerAsksHost",
     "ServerReport",
     "SessionGone",
     "SessionPool",

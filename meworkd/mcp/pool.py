@@ -18,6 +18,7 @@ from mcp import ClientSession
 from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
+from meworkd.mcp.asks import ServerAsksHost
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
@@ -55,12 +56,15 @@ class SessionPool:
         writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
+        host: ServerAsksHost | None = None,
     ) -> None:
         self._environ = dict(environ)
+        self._host = host  # what every session's server may ask of (None: nothing)
         self._writer = writer
         self._ledger = ledger
         self._bus = bus
         self._idle = 0.0  # seconds without use before a session closes; set by run()
+        self._sampling = False  # mcp.sampling the open sessions declared; set by run()
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
         self._state = PoolState.CREATED
@@ -73,6 +77,7 @@ class SessionPool:
         self, settings: Settings, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
+        self._sampling = settings.mcp.sampling
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._state = PoolState.RUNNING
@@ -188,6 +193,7 @@ class SessionPool:
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
             secrets=secret_values(config, self._environ),
+            host=self._host,
         )
         try:
             await self._tg.start(self._own, session)
@@ -241,6 +247,17 @@ class SessionPool:
                 count += 1
         return count
 
+    async def roots_changed(self, conversation: str) -> None:
+        """Tell the live sessions of ``conversation`` that its roots changed (best effort)."""
+        for session in [s for s in self._sessions.values() if s.conversation == conversation]:
+            try:
+                with anyio.move_on_after(session.config.timeout):
+                    await session.send_roots_changed()
+            except TALK_ERRORS as exc:
+                log.info(
+                    "session.roots_notice_failed", server=session.server, error=type(exc).__name__
+                )
+
     def close_conversation(self, conversation: str) -> int:
         return self.retire(lambda s: s.conversation == conversation, force=True)
 
@@ -248,6 +265,10 @@ class SessionPool:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
+        if settings.mcp.sampling != self._sampling:
+            # Capabilities are fixed per session: every one reconnects with the new declaration.
+            self._sampling = settings.mcp.sampling
+            gone |= {s.server for s in self._sessions.values()}
         if gone:
             count = self.retire(lambda s: s.server in gone)
             if count:

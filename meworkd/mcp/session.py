@@ -8,9 +8,10 @@ worded by :mod:`meworkd.mcp.errors`.
 
 import enum
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -21,6 +22,7 @@ from mcp_types import METHOD_NOT_FOUND
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import get_logger
+from meworkd.mcp.asks import ServerAsksHost, SessionCallbacks
 from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
@@ -98,6 +100,7 @@ class McpSession:
         on_spawn: Callable[[int], None] = lambda _pid: None,
         on_exit: Callable[[int], None] = lambda _pid: None,
         secrets: Sequence[str] = (),
+        host: ServerAsksHost | None = None,
     ) -> None:
         self.server = server
         self.conversation = conversation
@@ -126,6 +129,8 @@ class McpSession:
         self.closed = anyio.Event()
         self._client: ClientSession | None = None
         self._connected: Connected | None = None
+        # What the server may ask of its host; without a host it may ask nothing.
+        self._callbacks = SessionCallbacks(host, server, conversation) if host else None
 
     def _set_state(self, state: SessionState) -> None:
         """Move to ``state`` (never back) and wake whoever waits for it."""
@@ -155,14 +160,7 @@ class McpSession:
                     )
                 )
                 self._connected = connected
-                client = await stack.enter_async_context(
-                    ClientSession(
-                        _EOFWatch(connected.read, self._server_gone),
-                        connected.write,
-                        client_info=CLIENT_INFO,
-                        message_handler=self._message,
-                    )
-                )
+                client = await stack.enter_async_context(self._client_session(connected))
                 try:
                     with anyio.fail_after(self.config.timeout):
                         await self._handshake(client)
@@ -193,6 +191,17 @@ class McpSession:
             if self.pid is not None:
                 self._on_exit(self.pid)
 
+    def _client_session(self, connected: Connected) -> ClientSession:
+        options = self._callbacks.client_options() if self._callbacks else {}
+        return ClientSession(
+            _EOFWatch(connected.read, self._server_gone),
+            connected.write,
+            client_info=CLIENT_INFO,
+            message_handler=self._message,
+            log_level=cast(Any, self.config.log_level),  # how a 2026-07-28 session asks for logs
+            **options,
+        )
+
     def _spawned(self, pid: int) -> None:
         self.pid = pid
         self._on_spawn(pid)
@@ -212,12 +221,35 @@ class McpSession:
             result = await client.initialize()
             self._learn(result.protocol_version, result.server_info, result.capabilities)
             self.instructions = result.instructions
+            await self._set_log_level(client)
         except MCPError as exc:
             if exc.code != METHOD_NOT_FOUND:
                 raise
             discovered = await client.discover()
             self._learn(client.protocol_version, client.server_info, client.server_capabilities)
             self.instructions = getattr(discovered, "instructions", None)
+
+    async def _set_log_level(self, client: ClientSession) -> None:
+        level = self.config.log_level
+        if level is None or "logging" not in (self.capabilities or {}):
+            return
+        try:
+            with warnings.catch_warnings():  # deprecated in 2026-07-28, current in ours
+                warnings.simplefilter("ignore")
+                await client.set_logging_level(level)  # type: ignore[arg-type]
+        except MCPError as exc:
+            log.info("session.log_level_refused", server=self.server, code=exc.code)
+
+    async def send_roots_changed(self) -> None:
+        """Tell the server its roots changed (handshake-era sessions only; 2026 has none)."""
+        client = self._client
+        if client is None or self.state is not SessionState.READY:
+            return
+        if self.protocol_version is not None and self.protocol_version >= "2026":
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.send_roots_list_changed()
 
     def _learn(
         self,
@@ -256,9 +288,12 @@ class McpSession:
         return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
 
     async def _message(self, message: object) -> None:
-        # A server's log notifications belong in its Logs tab next to its stderr. (Tool list
-        # changes need nothing: every turn lists the tools afresh.)
-        if isinstance(message, types.LoggingMessageNotification):
+        # With a host, log lines reach it through the logging callback, with their level;
+        # list changes and URL completions become its notices. (Tool list changes need
+        # nothing more: every turn lists the tools afresh.)
+        if self._callbacks is not None:
+            self._callbacks.notification(message)
+        elif isinstance(message, types.LoggingMessageNotification):
             params = message.params
             self._stderr(f"[{params.level}] {params.data}")
 

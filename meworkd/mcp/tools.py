@@ -6,12 +6,14 @@ walk (:func:`shape_reply`), and refused while it arrives once it passes its budg
 :class:`~meworkd.mcp.model.ToolInfo`.
 """
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError
+from mcp.client import ClientRequestContext
 from mcp_types import REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -27,9 +29,18 @@ from meworkd.mcp.budget import (
 from meworkd.mcp.errors import InvalidListing, NotAToolResult, TalkFailed, invalid_listing
 from meworkd.mcp.model import ToolInfo
 
-__all__ = ["ProgressSink", "call_tool", "list_all", "list_tools", "shape_reply", "strip_meta"]
+__all__ = [
+    "CallClock",
+    "ProgressSink",
+    "call_tool",
+    "list_all",
+    "list_tools",
+    "shape_reply",
+    "strip_meta",
+]
 
 ProgressSink = Callable[[float, float | None, str | None], None]
+MAX_INPUT_ROUNDS = 10  # rounds of a 2026-07-28 input_required result, then the call fails
 
 
 async def list_all(client: ClientSession, what: str) -> list[Any]:
@@ -129,8 +140,7 @@ async def call_tool(
     tool: str,
     arguments: dict[str, Any],
     *,
-    request_timeout: float,
-    long_running: bool,
+    clock: "CallClock",
     on_progress: ProgressSink,
     reply_limit: int | None = None,
 ) -> dict[str, Any]:
@@ -146,7 +156,7 @@ async def call_tool(
     budget = None if reply_limit is None else ReplyBudget(reply_limit + REPLY_ALLOWANCE)
     token = REPLY_BUDGET.set(budget)
     try:
-        return await _call(client, tool, arguments, request_timeout, long_running, on_progress)
+        return await _call(client, tool, arguments, clock, on_progress)
     except MCPError:
         if budget is None or not budget.refused:
             raise
@@ -168,43 +178,124 @@ def _reply_refused(read: int, limit: int) -> TalkFailed:
     )
 
 
+class CallClock:
+    """A call's own timeout, which stops while the person answers what the server asked.
+
+    A watchdog deadline ``timeout`` seconds ahead; progress of a long-running server moves it,
+    and while any question bound to the call is open (:meth:`hold`) there is no deadline at
+    all: a 60-second call timeout must not cancel a form the user is filling in.
+    """
+
+    def __init__(self, timeout: float, long_running: bool) -> None:
+        self.timeout = timeout
+        self.long_running = long_running
+        self.scope = anyio.CancelScope(deadline=math.inf)
+        self._holds = 0
+
+    def start(self) -> None:
+        self._rearm()
+
+    def hold(self) -> None:
+        self._holds += 1
+        self.scope.deadline = math.inf
+
+    def release(self) -> None:
+        self._holds -= 1
+        self._rearm()
+
+    def progressed(self) -> None:
+        if self.long_running:
+            self._rearm()
+
+    def _rearm(self) -> None:
+        if self._holds == 0:
+            self.scope.deadline = anyio.current_time() + self.timeout
+
+
 async def _call(
     client: ClientSession,
     tool: str,
     arguments: dict[str, Any],
-    request_timeout: float,
-    long_running: bool,
+    clock: CallClock,
     on_progress: ProgressSink,
 ) -> dict[str, Any]:
-    # A long-running server may take as long as it keeps reporting progress: a watchdog
-    # whose deadline each report moves. Any other call has the SDK's own request timeout
-    # (which also sends notifications/cancelled), a cancel scope less per call.
-    timeout = request_timeout
-    watchdog = anyio.CancelScope(deadline=anyio.current_time() + timeout) if long_running else None
-
+    # Every call runs under its clock's watchdog (not the SDK's read timeout, which would keep
+    # running while a person answers the server's question); cancelling it also sends
+    # notifications/cancelled.
     async def progress(progress: float, total: float | None, message: str | None) -> None:
-        if watchdog is not None:
-            watchdog.deadline = anyio.current_time() + timeout
+        clock.progressed()
         on_progress(progress, total, message)
 
-    # send_request, not call_tool: no client-side outputSchema validation (a mismatching
-    # reply is still the server's reply) and no implicit tools/list.
-    request = types.CallToolRequest(
-        params=types.CallToolRequestParams(name=tool, arguments=arguments)
-    )
-    if watchdog is None:
-        result = await client.send_request(
-            request,
-            _RawResult,
-            request_read_timeout_seconds=timeout,
-            progress_callback=progress,
+    clock.start()
+    with clock.scope:
+        raw = await _call_rounds(client, tool, arguments, progress)
+    if clock.scope.cancelled_caught:
+        raise MCPError(REQUEST_TIMEOUT, f"timed out after {clock.timeout:g} s")
+    return shape_reply(raw)
+
+
+async def _call_rounds(
+    client: ClientSession, tool: str, arguments: dict[str, Any], progress: Any
+) -> dict[str, Any]:
+    """tools/call, and on a 2026-07-28 session the rounds of an ``input_required`` result.
+
+    Each round's input requests (elicitation, sampling, roots) go through the session's own
+    callbacks, so a frontend sees the same questions whichever revision the server speaks;
+    ``requestState`` is echoed exactly; at most ``MAX_INPUT_ROUNDS`` rounds.
+    """
+    responses: dict[str, Any] | None = None
+    state: str | None = None
+    url_asked = False
+    for _ in range(MAX_INPUT_ROUNDS):
+        # send_request, not call_tool: no client-side outputSchema validation (a mismatching
+        # reply is still the server's reply) and no implicit tools/list.
+        params = types.CallToolRequestParams(
+            name=tool, arguments=arguments, input_responses=responses, request_state=state
         )
-    else:
-        with watchdog:
-            result = await client.send_request(request, _RawResult, progress_callback=progress)
-        if watchdog.cancelled_caught:
-            raise MCPError(REQUEST_TIMEOUT, f"timed out after {timeout:g} s")
-    return shape_reply(result.model_extra or {})
+        try:
+            result = await client.send_request(
+                types.CallToolRequest(params=params), _RawResult, progress_callback=progress
+            )
+        except MCPError as exc:
+            if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
+                raise
+            url_asked = True  # asked once; a second -32042 is the call's answer
+            if not await _consent_to_urls(client, exc):
+                raise
+            continue
+        raw = result.model_extra or {}
+        if raw.get("resultType") != "input_required":
+            return raw
+        try:
+            required = types.InputRequiredResult.model_validate(raw)
+        except ValidationError:
+            raise NotAToolResult from None
+        responses, state = {}, required.request_state
+        for key, request in (required.input_requests or {}).items():
+            context = ClientRequestContext(session=client, request_id=key)
+            answer = await client.dispatch_input_request(context, request)
+            if isinstance(answer, types.ErrorData):
+                raise MCPError.from_error_data(answer)
+            responses[key] = answer
+        responses = responses or None
+    raise MCPError(
+        types.INTERNAL_ERROR, f"the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+    )
+
+
+async def _consent_to_urls(client: ClientSession, exc: MCPError) -> bool:
+    """A -32042 "URL elicitation required": each URL goes to the person as a URL elicitation
+    would; True when every one was accepted (then the call is made again, once)."""
+    try:
+        required = types.ElicitationRequiredErrorData.model_validate(exc.error.data)
+    except ValidationError:
+        return False
+    for index, params in enumerate(required.elicitations):
+        context = ClientRequestContext(session=client, request_id=f"url-required-{index}")
+        answer = await client.dispatch_input_request(context, types.ElicitRequest(params=params))
+        if not isinstance(answer, types.ElicitResult) or answer.action != "accept":
+            return False
+    return bool(required.elicitations)
 
 
 def shape_reply(raw: dict[str, Any]) -> dict[str, Any]:

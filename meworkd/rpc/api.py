@@ -9,9 +9,11 @@ from meworkd.rpc.methods import (
     approvals,
     conversations,
     daemon,
+    elicitations,
     events,
     presets,
     probe,
+    sampling,
     servers,
     settings,
     turns,
@@ -21,7 +23,19 @@ from meworkd.rpc.table import MethodTable
 
 __all__ = ["Live", "Services", "build_table"]
 
-_GROUPS = (daemon, settings, servers, probe, presets, conversations, turns, approvals, events)
+_GROUPS = (
+    daemon,
+    settings,
+    servers,
+    probe,
+    presets,
+    conversations,
+    turns,
+    approvals,
+    elicitations,
+    sampling,
+    events,
+)
 
 
 def build_table(services: Services) -> MethodTable[Connection]:

@@ -11,6 +11,7 @@ from typing import NamedTuple, Protocol
 
 from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.asks import ServerAsks
 from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
@@ -50,6 +51,7 @@ class Services:
     store: SettingsStore
     pool: SessionPool
     approvals: Approvals
+    asks: ServerAsks
     logs: ServerLogs
     redactor: Redactor
     paths: Locations

@@ -17,6 +17,7 @@ __all__ = [
     "CONNECTION_FIELDS",
     "DEFAULT_DOCUMENT",
     "DEFAULT_TIMEOUT_SECONDS",
+    "LOG_LEVELS",
     "McpOptions",
     "Preset",
     "ServerConfig",
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 60
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # Fields whose change needs a new connection; every other field applies to live sessions.
 CONNECTION_FIELDS = ("type", "command", "args", "env", "envFile", "cwd", "url", "headers")
@@ -55,6 +57,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     disabled_tools: tuple[str, ...] = ()
     disabled_auto_approve_tools: tuple[str, ...] = ()
     server_info: ServerInfo | None = None
+    # logging/setLevel sent when a session opens (a change applies to new sessions).
+    log_level: str | None = None
 
     @property
     def timeout(self) -> float:
@@ -80,6 +84,9 @@ class McpOptions(Struct, frozen=True):
     session_idle_minutes: float = 30.0
     max_reply_bytes: int = 65536
     approval_timeout_seconds: float = 600.0
+    # How long a server's question (elicitation, sampling) waits for a person.
+    question_timeout_seconds: float = 600.0
+    sampling: bool = False  # declare sampling to servers (a frontend must run the model)
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

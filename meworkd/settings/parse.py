@@ -14,7 +14,7 @@ import msgspec
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
-from meworkd.settings.model import McpOptions, Preset, ServerConfig, Settings
+from meworkd.settings.model import LOG_LEVELS, McpOptions, Preset, ServerConfig, Settings
 
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
@@ -229,6 +229,8 @@ def parse_server(name: str, raw: object) -> ServerConfig:
             problems.append(f"{name}.command: a streamable_http server has a url, not a command")
     if config.timeout_seconds is not None and config.timeout_seconds <= 0:
         problems.append(f"{name}.timeoutSeconds: expected int > 0")
+    if config.log_level is not None and config.log_level not in LOG_LEVELS:
+        problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
     if problems:
         raise InvalidSettings("; ".join(problems), problems)
     return config
@@ -243,7 +245,8 @@ def parse_mcp_options(raw: object) -> McpOptions:
         options = msgspec.convert(raw, McpOptions, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidSettings(_field_error("mcp", exc)) from None
-    for key in ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds"):
+    positive = ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds")
+    for key in (*positive, "question_timeout_seconds"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
     return options

@@ -17,6 +17,7 @@ from mework_client.ctl import (
     conv,
     daemon,
     presets,
+    requests,
     servers,
     servers_edit,
     servers_inspect,
@@ -52,6 +53,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "conv": conv.GROUP,
     "turn": turn.GROUP,
     "approvals": approvals.GROUP,
+    "requests": requests.GROUP,
 }
 
 
@@ -72,6 +74,7 @@ COMMANDS: tuple[Command, ...] = (
     *conv.COMMANDS,
     *turn.COMMANDS,
     *approvals.COMMANDS,
+    *requests.COMMANDS,
     *daemon.SYSTEM,
     Command(
         "completion",

@@ -70,11 +70,24 @@ APPROVAL_PROMPTS: PromptKind[Decision] = PromptKind(
     not_found=ApprovalNotFound,
 )
 _SHUTTING_DOWN = "meworkd is shutting down"
+GRANTED = "allowed by the user for this conversation"
+
+
+def _grantable(rule: Rule, hooks: HookSet, name: str) -> bool:
+    """A conversation-wide grant stands only where the person alone decides: never for a tool
+    that must ask every time, never where a PermissionRequest hook is to decide."""
+    return (
+        rule is Rule.ASK_HOOK_MAY_DECIDE
+        and not hooks.select(name)
+        and not hooks.unreadable_for(name)
+    )
 
 
 class Approvals:
     def __init__(self, bus: EventBus, redact: Callable[[str], str] = lambda text: text) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
+        # (conversation, server, tool) the user allowed for the rest of the conversation.
+        self._grants: set[tuple[str, str, str]] = set()
         # A hook's message is kept in the audit and shown: secrets out before it is cut.
         self._redact = redact
 
@@ -86,6 +99,9 @@ class Approvals:
         rule = decide(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
         if rule is Rule.RUN:
             return Decision(True, DecidedBy.LEVEL, f"approval level {call.level}", rule)
+        key = (call.conversation_id, call.server, call.tool)
+        if key in self._grants and _grantable(rule, settings.hooks, call.name):
+            return Decision(True, DecidedBy.USER, GRANTED, rule)
         verdict_behavior, verdict_message = await self._hooks(call, settings.hooks)
         outcome, by = resolve(rule, verdict_behavior)
         if outcome == "run":
@@ -158,10 +174,23 @@ class Approvals:
             unanswered=unanswered,
         )
 
-    def respond(self, approval_id: str, decision: str, reason: str | None) -> dict[str, Any]:
+    def respond(
+        self,
+        approval_id: str,
+        decision: str,
+        reason: str | None,
+        scope: str = "once",
+        settings: Settings | None = None,
+    ) -> dict[str, Any]:
+        """Answer an approval; ``scope`` "conversation" also allows the same tool for the rest
+        of the conversation, where a person's answer alone decides (``settings``: of now)."""
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
         allowed = decision == "allow"
+        if scope == "conversation":
+            if not allowed:
+                raise InvalidParams('scope "conversation" goes only with decision "allow"')
+            self._grant(self._prompts.question(approval_id), settings or Settings())
         self._prompts.answer(
             approval_id,
             Decision(
@@ -171,6 +200,20 @@ class Approvals:
             ),
         )
         return {"approvalId": approval_id, "decision": decision}
+
+    def _grant(self, question: dict[str, Any], settings: Settings) -> None:
+        rule = (
+            Rule.ASK_HOOK_MAY_DECIDE if question["hookMayDecide"] else Rule.ASK_HOOK_MAY_ONLY_DENY
+        )
+        if not _grantable(rule, settings.hooks, question["name"]):
+            raise InvalidParams(
+                "this call cannot be allowed for the whole conversation: the tool asks every "
+                'time or a PermissionRequest hook decides it; answer with scope "once"'
+            )
+        self._grants.add((question["conversationId"], question["server"], question["tool"]))
+
+    def forget_conversation(self, conversation_id: str) -> None:
+        self._grants = {g for g in self._grants if g[0] != conversation_id}
 
     def list(self) -> list[dict[str, Any]]:
         return self._prompts.open_questions()

@@ -21,7 +21,7 @@ async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
 
 @group.add("approvals.respond", RespondParams)
 async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str, Any]:
-    return s.approvals.respond(p.approval_id, p.decision, p.reason)
+    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope, s.store.settings)
 
 
 @group.add("audit.list", AuditParams)

@@ -1,4 +1,4 @@
-"""conversations.*: a conversation's server selection, approval level and preset."""
+"""conversations.*: a conversation's server selection, approval level, preset and roots."""
 
 from typing import Any
 
@@ -10,12 +10,12 @@ from mework_protocol.params import (
     UpdateConversationParams,
 )
 
-from meworkd.base.errors import PresetNotFound, ServerNotFound
+from meworkd.base.errors import InvalidParams, PresetNotFound, ServerNotFound
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
 
-__all__ = ["apply_preset", "check_selection", "group"]
+__all__ = ["apply_preset", "check_roots", "check_selection", "group"]
 
 group: MethodGroup[Services, Connection] = MethodGroup()
 
@@ -43,6 +43,16 @@ def apply_preset(
     )
 
 
+def check_roots(roots: list[str] | None) -> list[str] | None:
+    """Refuse a root that is not an absolute ``file://`` URI of a directory path."""
+    for uri in roots or []:
+        if not uri.startswith("file:///"):
+            raise InvalidParams(
+                f"roots: {uri!r} is not a file:// URI (e.g. file:///home/me/project)"
+            )
+    return roots
+
+
 @group.add("conversations.create", CreateConversationParams)
 async def create(s: Services, _conn: Connection, p: CreateConversationParams) -> dict[str, Any]:
     servers, level = p.mcp_servers, p.approval_level
@@ -50,7 +60,7 @@ async def create(s: Services, _conn: Connection, p: CreateConversationParams) ->
         servers, level = apply_preset(s, p.preset, servers, level)
     check_selection(s, servers)
     conv = s.live().state.create_conversation(
-        p.id, servers or [], level or DEFAULT_APPROVAL_LEVEL, p.preset
+        p.id, servers or [], level or DEFAULT_APPROVAL_LEVEL, p.preset, check_roots(p.roots)
     )
     return conv.as_dict()
 
@@ -71,9 +81,13 @@ async def update(s: Services, _conn: Connection, p: UpdateConversationParams) ->
     if isinstance(p.preset, str):  # switch to a preset, as conversations.create applies one
         servers, level = apply_preset(s, p.preset, servers, level)
     check_selection(s, servers)
+    before = s.live().state.get_conversation(p.id).roots
+    roots = check_roots(p.roots)
     conv = s.live().state.update_conversation(
-        p.id, mcp_servers=servers, approval_level=level, preset=p.preset
+        p.id, mcp_servers=servers, approval_level=level, preset=p.preset, roots=roots
     )
+    if roots is not None and tuple(roots) != before:
+        await s.pool.roots_changed(p.id)
     if servers is not None:
         # Sessions of servers the conversation no longer selects close once their calls end.
         pool = s.pool
@@ -87,5 +101,6 @@ async def delete(s: Services, _conn: Connection, p: IdParams) -> dict[str, Any]:
     live = s.live()
     live.state.delete_conversation(p.id)
     live.turns.end_conversation(p.id)
+    s.approvals.forget_conversation(p.id)
     closed = s.pool.close_conversation(p.id)
     return {"deleted": p.id, "sessionsClosed": closed}

@@ -1,0 +1,271 @@
+"""What servers ask of their host: elicitations and sampling to a person, roots, log lines.
+
+Each question goes through a :class:`~meworkd.core.prompts.PromptBroker` of its own kind (so an
+elicitation can never be answered as, or look like, a tool approval), bound to the conversation,
+turn and call that caused it; while it waits, that call's own timeout is stopped. Nobody
+watching means no question: an elicitation is cancelled, a sampling request refused, at once.
+A form answer is checked against the requested schema, with its defaults filled in, before it
+goes back to the server.
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from meworkd.base.errors import InvalidParams, NotFound
+from meworkd.base.events import EventBus
+from meworkd.core.formschema import complete_answer, schema_problem
+from meworkd.core.inflight import CallSlot, InFlight
+from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
+from meworkd.core.serverlogs import ServerLogs
+from meworkd.mcp import AskOrigin
+from meworkd.settings.store import SettingsStore
+
+__all__ = ["ElicitationNotFound", "SamplingRequestNotFound", "ServerAsks"]
+
+INVALID_PARAMS = -32602
+SAMPLING_REFUSED = -1  # the spec's code for a sampling request the host refuses
+MAX_MESSAGE = 4000  # characters of a server's message shown to a person
+
+
+class ElicitationNotFound(NotFound):
+    kind = "elicitation_not_found"
+
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__(
+            f"no pending elicitation {elicitation_id!r} (already answered, expired or unknown)",
+            elicitationId=elicitation_id,
+        )
+
+
+class SamplingRequestNotFound(NotFound):
+    kind = "sampling_request_not_found"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            f"no pending sampling request {request_id!r} (already answered, expired or unknown)",
+            requestId=request_id,
+        )
+
+
+def _elicitation_resolution(answer: dict[str, Any]) -> dict[str, Any]:
+    # The form's content stays between the person and the server: not in events.
+    return {"action": answer.get("action"), "reason": answer.get("reason")}
+
+
+def _sampling_resolution(answer: dict[str, Any]) -> dict[str, Any]:
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return {"outcome": "refused", "reason": error.get("message")}
+    return {"outcome": "answered", "reason": None}
+
+
+ELICITATIONS: PromptKind[dict[str, Any]] = PromptKind(
+    id_key="elicitationId",
+    requested="elicitation.requested",
+    resolved="elicitation.resolved",
+    resolution=_elicitation_resolution,
+    not_found=ElicitationNotFound,
+)
+SAMPLING: PromptKind[dict[str, Any]] = PromptKind(
+    id_key="requestId",
+    requested="sampling.requested",
+    resolved="sampling.resolved",
+    resolution=_sampling_resolution,
+    not_found=SamplingRequestNotFound,
+)
+_WHY = {
+    Unanswered.TIMEOUT: "nobody answered in time",
+    Unanswered.CANCELLED: "the call was cancelled",
+    Unanswered.STOPPED: "meworkd is shutting down",
+}
+
+
+def _refusal(message: str) -> dict[str, Any]:
+    return {"error": {"code": SAMPLING_REFUSED, "message": message}}
+
+
+class ServerAsks:
+    """The host side of every session (:class:`meworkd.mcp.ServerAsksHost`)."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        store: SettingsStore,
+        logs: ServerLogs,
+        roots_of: Callable[[str], list[dict[str, str]]] = lambda _c: [],
+    ) -> None:
+        self._bus = bus
+        self._store = store
+        self._logs = logs
+        self._roots_of = roots_of
+        self.inflight = InFlight()
+        self._elicitations = PromptBroker(bus, ELICITATIONS)
+        self._sampling = PromptBroker(bus, SAMPLING)
+
+    @property
+    def sampling(self) -> bool:
+        return self._store.settings.mcp.sampling
+
+    def _watched(self, topic: str) -> bool:
+        return self._bus.watching(topic) > 0
+
+    async def _ask(
+        self,
+        broker: PromptBroker[dict[str, Any]],
+        origin: AskOrigin,
+        details: dict[str, Any],
+        unanswered: Callable[[Unanswered], dict[str, Any]],
+    ) -> dict[str, Any]:
+        slot, maybe = self.inflight.find(origin.conversation, origin.server, origin.call)
+        subject = _subject(origin, slot, maybe)
+        where: dict[str, Any] = {"origin": "tool_call" if slot else "background"}
+        if slot is None and maybe:
+            # Several calls in flight on the session (stdio cannot tell which one asks).
+            where["inFlight"] = [s.call_id for s in maybe]
+        details = {"server": origin.server, **where, **details}
+        # Whichever call it is, its own timeout must not run out while the person answers.
+        for candidate in maybe:
+            candidate.clock.hold()
+        try:
+            return await broker.ask(
+                subject,
+                details,
+                within=self._store.settings.mcp.question_timeout_seconds,
+                unanswered=unanswered,
+            )
+        finally:
+            for candidate in maybe:
+                candidate.clock.release()
+
+    # --- elicitation ---------------------------------------------------------------------
+
+    async def elicit(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
+        mode = request.get("mode", "form")
+        details: dict[str, Any] = {
+            "mode": mode,
+            "message": str(request.get("message", ""))[:MAX_MESSAGE],
+        }
+        if mode == "url":
+            details["url"] = request.get("url")
+            details["serverElicitationId"] = request.get("elicitationId")
+        else:
+            problem = schema_problem(request.get("requestedSchema"))
+            if problem is not None:
+                return {"error": {"code": INVALID_PARAMS, "message": problem}}
+            details["requestedSchema"] = request["requestedSchema"]
+        if not self._watched(ELICITATIONS.requested):
+            # Nobody chose: a "decline" would report a refusal the user never made.
+            return {"action": "cancel"}
+        answer = await self._ask(
+            self._elicitations,
+            origin,
+            details,
+            lambda why: {"action": "cancel", "reason": _WHY[why]},
+        )
+        return {k: v for k, v in answer.items() if k in ("action", "content")}
+
+    def respond_elicitation(
+        self, elicitation_id: str, action: str, content: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        question = self._elicitations.question(elicitation_id)
+        if action != "accept":
+            if content is not None:
+                raise InvalidParams("content goes only with action accept")
+            answer: dict[str, Any] = {"action": action, "reason": f"{action} by the user"}
+        elif question["mode"] == "url":
+            if content is not None:
+                raise InvalidParams("a URL elicitation is accepted without content")
+            answer = {"action": "accept", "reason": "the user consented"}
+        else:
+            filled = complete_answer(question["requestedSchema"], content)
+            answer = {"action": "accept", "content": filled, "reason": "accepted by the user"}
+        self._elicitations.answer(elicitation_id, answer)
+        return {"elicitationId": elicitation_id, "action": action}
+
+    def elicitations(self) -> list[dict[str, Any]]:
+        return self._elicitations.open_questions()
+
+    # --- sampling ------------------------------------------------------------------------
+
+    async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
+        if not self.sampling:
+            return _refusal("sampling is turned off in meworkd (mcp.sampling)")
+        if not self._watched(SAMPLING.requested):
+            return _refusal("no frontend that can sample is connected to meworkd")
+        timeout = self._store.settings.mcp.question_timeout_seconds
+
+        def unanswered(why: Unanswered) -> dict[str, Any]:
+            if why is Unanswered.TIMEOUT:
+                return _refusal(f"no frontend answered the sampling request within {timeout:g} s")
+            return _refusal(_WHY[why])
+
+        return await self._ask(self._sampling, origin, {"request": request}, unanswered)
+
+    def respond_sampling(
+        self, request_id: str, result: dict[str, Any] | None, error: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        self._sampling.question(request_id)
+        if (result is None) == (error is None):
+            raise InvalidParams("give exactly one of result and error")
+        if result is not None:
+            problem = _sampling_result_problem(result)
+            if problem:
+                raise InvalidParams(f"result: {problem}")
+            self._sampling.answer(request_id, result)
+            return {"requestId": request_id, "outcome": "answered"}
+        assert error is not None
+        message = error.get("message")
+        text = message if isinstance(message, str) and message else "refused by the user"
+        self._sampling.answer(request_id, _refusal(text))
+        return {"requestId": request_id, "outcome": "refused"}
+
+    def sampling_requests(self) -> list[dict[str, Any]]:
+        return self._sampling.open_questions()
+
+    # --- roots, logs, notices, lifecycle -------------------------------------------------
+
+    def roots(self, conversation: str | None) -> list[dict[str, str]]:
+        return self._roots_of(conversation) if conversation else []
+
+    def log(self, origin: AskOrigin, level: str, logger: str | None, data: Any) -> None:
+        text = data if isinstance(data, str) else json.dumps(data, default=str)
+        self._logs.message(origin.server, origin.conversation, level, logger, text)
+
+    def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None:
+        self._bus.publish(
+            topic, {"server": origin.server, "conversationId": origin.conversation, **data}
+        )
+
+    def cancel(self, turn_id: str, call_id: str | None = None) -> None:
+        """Cancel the open questions of ``turn_id`` (only the call ``call_id``'s, when given)."""
+        self._elicitations.cancel(
+            turn_id, {"action": "cancel", "reason": _WHY[Unanswered.CANCELLED]}, call_id
+        )
+        self._sampling.cancel(turn_id, _refusal(_WHY[Unanswered.CANCELLED]), call_id)
+
+    def stop(self) -> None:
+        self._elicitations.stop(lambda why: {"action": "cancel", "reason": _WHY[why]})
+        self._sampling.stop(lambda why: _refusal(_WHY[why]))
+
+
+def _subject(origin: AskOrigin, slot: CallSlot | None, maybe: list[CallSlot]) -> Subject:
+    if slot is not None:
+        return Subject(slot.conversation_id, slot.turn_id, slot.call_id)
+    turns = {s.turn_id for s in maybe}
+    # Several calls of one turn: the turn is known (ending it ends the question), the call not.
+    return Subject(origin.conversation, turns.pop() if len(turns) == 1 else None, None)
+
+
+def _sampling_result_problem(result: dict[str, Any]) -> str | None:
+    if result.get("role") != "assistant":
+        return 'role must be "assistant"'
+    if not isinstance(result.get("model"), str):
+        return "model must be the name of the model that answered"
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    if not blocks or not all(
+        isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks
+    ):
+        return "content must be a content block (e.g. {type: text, text})"
+    return None

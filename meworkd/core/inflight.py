@@ -1,0 +1,62 @@
+"""The tool calls in flight on each session, so a server's question can be bound to its call.
+
+A question arrives on a session, not on a call: the only call in flight on that (conversation,
+server) is taken to be the one asking; with several it is unknown (the ``CURRENT_CALL`` a
+callback sees may be another call's, on stdio), and all of them are held. Each slot holds
+its call's clock, stopped while a question bound to the call waits for a person.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from meworkd.mcp import CURRENT_CALL, CallClock
+
+__all__ = ["CallSlot", "InFlight"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CallSlot:
+    conversation_id: str
+    server: str
+    turn_id: str
+    call_id: str
+    clock: CallClock
+
+
+class InFlight:
+    def __init__(self) -> None:
+        self._slots: dict[tuple[str, str], list[CallSlot]] = {}
+
+    @contextmanager
+    def running(self, slot: CallSlot) -> Iterator[None]:
+        """``slot`` is in flight (and the current call of this task) inside the block."""
+        key = (slot.conversation_id, slot.server)
+        self._slots.setdefault(key, []).append(slot)
+        token = CURRENT_CALL.set(slot)
+        try:
+            yield
+        finally:
+            CURRENT_CALL.reset(token)
+            slots = self._slots[key]
+            slots.remove(slot)
+            if not slots:
+                del self._slots[key]
+
+    def find(
+        self, conversation_id: str | None, server: str, current: object
+    ) -> tuple[CallSlot | None, list[CallSlot]]:
+        """The call a question belongs to, and every call it may belong to.
+
+        With one call in flight on the session it is that one. With several, the current call
+        the callback sees is not to be trusted (a transport may hand over the context of the
+        last message it sent, not of the request that caused the question): unknown, and all
+        of them may be waiting for the person. The current call alone binds only when it is
+        in flight and the only one, or when nothing else is registered (e.g. a probe).
+        """
+        slots = list(self._slots.get((conversation_id or "", server), []))
+        if len(slots) == 1:
+            return slots[0], slots
+        if not slots and isinstance(current, CallSlot):
+            return current, [current]
+        return None, slots

@@ -1,0 +1,137 @@
+"""What a server asks of its host mid-session, translated between the SDK and plain data.
+
+A session's SDK callbacks (elicitation, sampling, roots, logging, notifications) land here and
+go to a :class:`ServerAsksHost` the composition root supplies (core's broker), as plain dicts.
+A callback never raises: whatever goes wrong becomes an ``ErrorData`` with no Python text in it
+(a raising callback would put ``str(exc)`` on the wire). Which call a question belongs to is the
+:data:`CURRENT_CALL` the caller set (seen by the callback over HTTP and 2026-07-28 rounds).
+"""
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.client import ClientRequestContext
+from pydantic import ValidationError
+
+from meworkd.base.log import get_logger
+
+__all__ = ["CURRENT_CALL", "AskOrigin", "ServerAsksHost", "SessionCallbacks"]
+
+log = get_logger("meworkd.asks")
+
+# Set by whoever sends a tools/call to what identifies that call (core's in-flight slot).
+CURRENT_CALL: ContextVar[object | None] = ContextVar("meworkd_current_call", default=None)
+LIST_CHANGES: dict[type, str] = {
+    types.ToolListChangedNotification: "tools",
+    types.PromptListChangedNotification: "prompts",
+    types.ResourceListChangedNotification: "resources",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AskOrigin:
+    """Who asks: the server (its settings name), the conversation, the call if known."""
+
+    server: str
+    conversation: str | None
+    call: object | None
+
+
+class ServerAsksHost(Protocol):
+    """The host side. ``elicit`` answers ``{action, content?}``; ``sample`` a
+    ``CreateMessageResult`` as JSON; either may answer ``{"error": {code, message}}``."""
+
+    async def elicit(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]: ...
+    async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]: ...
+    def roots(self, conversation: str | None) -> list[dict[str, str]]: ...
+    def log(self, origin: AskOrigin, level: str, logger: str | None, data: Any) -> None: ...
+    def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None: ...
+    @property
+    def sampling(self) -> bool: ...
+
+
+def _error(result: dict[str, Any]) -> types.ErrorData | None:
+    error = result.get("error")
+    if not isinstance(error, dict):
+        return None
+    return types.ErrorData(code=int(error.get("code", -1)), message=str(error.get("message", "")))
+
+
+def _internal() -> types.ErrorData:
+    return types.ErrorData(code=types.INTERNAL_ERROR, message="internal error")
+
+
+class SessionCallbacks:
+    """The SDK callbacks of one session (``server`` for ``conversation``)."""
+
+    def __init__(self, host: ServerAsksHost, server: str, conversation: str | None) -> None:
+        self._host = host
+        self._server = server
+        self._conversation = conversation
+
+    def origin(self) -> AskOrigin:
+        return AskOrigin(self._server, self._conversation, CURRENT_CALL.get())
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``ClientSession``: capabilities follow the callbacks given."""
+        options: dict[str, Any] = {
+            "elicitation_callback": self.elicitation,
+            "list_roots_callback": self.list_roots,
+            "logging_callback": self.logging,
+        }
+        if self._host.sampling:
+            options["sampling_callback"] = self.sampling
+        return options
+
+    async def elicitation(
+        self, _ctx: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        try:
+            request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+            request.pop("_meta", None)
+            result = await self._host.elicit(self.origin(), request)
+            return _error(result) or types.ElicitResult.model_validate(result)
+        except Exception:  # a callback is a boundary: no Python text on the wire
+            log.exception("asks.elicitation_failed", server=self._server)
+            return _internal()
+
+    async def sampling(
+        self, _ctx: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        try:
+            request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+            request.pop("_meta", None)
+            result = await self._host.sample(self.origin(), request)
+            return _error(result) or types.CreateMessageResult.model_validate(result)
+        except ValidationError:
+            # A frontend's result that is no CreateMessageResult: the server gets a refusal.
+            log.warning("asks.sampling_invalid", server=self._server)
+            return types.ErrorData(code=-1, message="the sampling result was not valid")
+        except Exception:  # a callback is a boundary: no Python text on the wire
+            log.exception("asks.sampling_failed", server=self._server)
+            return _internal()
+
+    async def list_roots(
+        self, _ctx: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        try:
+            roots = [types.Root.model_validate(r) for r in self._host.roots(self._conversation)]
+        except Exception:  # a callback is a boundary: no Python text on the wire
+            log.exception("asks.roots_failed", server=self._server)
+            return _internal()
+        return types.ListRootsResult(roots=roots)
+
+    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+        self._host.log(self.origin(), params.level, params.logger, params.data)
+
+    def notification(self, message: object) -> None:
+        """``notifications/elicitation/complete`` and list changes, as host notices."""
+        if isinstance(message, types.ElicitCompleteNotification):
+            data = {"serverElicitationId": message.params.elicitation_id}
+            self._host.notice(self.origin(), "elicitation.completed", data)
+            return
+        changed = LIST_CHANGES.get(type(message))
+        if changed is not None:
+            self._host.notice(self.origin(), "server.changed", {"list": changed})
