@@ -290,7 +290,16 @@ def test_diff_separates_connection_and_policy_changes() -> None:
         "policyChanged",
         "invalid",
     }
-    assert set(CONNECTION_FIELDS) == {"type", "command", "args", "env", "cwd", "url", "headers"}
+    assert set(CONNECTION_FIELDS) == {
+        "type",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "oauth",
+    }
 
 
 def test_diff_of_equal_settings_is_empty() -> None:
