@@ -8,6 +8,7 @@ TOPICS = frozenset(
         *APPROVAL_TOPICS,
         "settings.reloaded",
         "settings.invalid",
+        "server.auth",
         "server.log",
         "server.status",
         "turn.progress",

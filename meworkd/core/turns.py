@@ -118,7 +118,10 @@ class Turns:
                     conversation_id, server, config, list_tools, within=config.timeout
                 )
             except MeworkError as exc:
-                failures.append({"server": server, "reason": exc.message})
+                failure = {"server": server, "reason": exc.message}
+                if exc.data.get("reason") == "auth_required":
+                    failure["kind"] = "auth_required"  # a login (servers.login) brings it back
+                failures.append(failure)
 
         async with anyio.create_task_group() as tg:
             for server in servers:

@@ -3,6 +3,7 @@
 Everything above it uses these names and sees plain data and MeworkError subclasses only.
 """
 
+from meworkd.mcp.auth import AUTH_TOPIC, AuthRegistry, LoginFailed, LoginRequired
 from meworkd.mcp.errors import InvalidListing, SessionGone, TalkFailed, call_failure_text
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.model import PeerInfo, ServerReport, ToolInfo
@@ -12,8 +13,12 @@ from meworkd.mcp.session import McpSession, SessionState
 from meworkd.mcp.tools import ProgressSink, call_tool, list_tools
 
 __all__ = [
+    "AUTH_TOPIC",
+    "AuthRegistry",
     "InvalidListing",
     "LogWriter",
+    "LoginFailed",
+    "LoginRequired",
     "McpSession",
     "PeerInfo",
     "PidLedger",

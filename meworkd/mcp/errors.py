@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import clip_redacted
 from meworkd.base.procgroup import STREAM_ERRORS
+from meworkd.mcp.auth.registry import uses_oauth
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
@@ -148,6 +149,9 @@ def startup_failure(
     if isinstance(inner, MCPError) and inner.code == CONNECTION_CLOSED and config.type == "stdio":
         return "exited", "the server closed its connection during start-up"
     if reason == "protocol_error" and http is not None and http.last is not None:
+        if http.last[0] == 401 and uses_oauth(config):
+            # An OAuth server without a (valid) login: servers.login fixes it (issue 16).
+            return "auth_required", "the server needs a login (servers.login)"
         # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
         status, body = http.last
         text = clip_redacted(body, HTTP_ERROR_TEXT, secrets)

@@ -18,6 +18,7 @@ from mcp import ClientSession
 from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
+from meworkd.mcp.auth import AuthRegistry
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
@@ -55,8 +56,10 @@ class SessionPool:
         writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
+        auth: AuthRegistry | None = None,
     ) -> None:
         self._environ = dict(environ)
+        self._auth = auth  # OAuth logins shared by every session of a server
         self._writer = writer
         self._ledger = ledger
         self._bus = bus
@@ -188,6 +191,7 @@ class SessionPool:
             on_spawn=lambda pid: self._ledger.add(pid, server),
             on_exit=self._ledger.remove,
             secrets=secret_values(config, self._environ),
+            auth=None if self._auth is None else self._auth.bearer(server, expanded),
         )
         try:
             await self._tg.start(self._own, session)

@@ -7,6 +7,7 @@ groups, which import :mod:`meworkd.rpc.services`, must not import their aggregat
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.methods import (
     approvals,
+    auth,
     conversations,
     daemon,
     events,
@@ -21,7 +22,18 @@ from meworkd.rpc.table import MethodTable
 
 __all__ = ["Live", "Services", "build_table"]
 
-_GROUPS = (daemon, settings, servers, probe, presets, conversations, turns, approvals, events)
+_GROUPS = (
+    daemon,
+    settings,
+    servers,
+    probe,
+    auth,
+    presets,
+    conversations,
+    turns,
+    approvals,
+    events,
+)
 
 
 def build_table(services: Services) -> MethodTable[Connection]:

@@ -14,6 +14,7 @@ from meworkd.core.approvals.gate import Approvals
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
+from meworkd.mcp import AuthRegistry
 from meworkd.mcp.pool import SessionPool
 from meworkd.settings.store import SettingsStore
 
@@ -48,6 +49,7 @@ class Counts(NamedTuple):
 class Services:
     store: SettingsStore
     pool: SessionPool
+    auth: AuthRegistry
     approvals: Approvals
     logs: ServerLogs
     redactor: Redactor

@@ -3,12 +3,15 @@
 from meworkd.mcp.auth.bearer import BearerAuth
 from meworkd.mcp.auth.login import login, redirect_port_for
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
+from meworkd.mcp.auth.registry import AUTH_TOPIC, AuthRegistry, uses_oauth
 from meworkd.mcp.auth.server import AUTH_STATES, AuthStatus, LoginRequired, ServerAuth
 from meworkd.mcp.auth.store import AuthFile, auth_file_for
 
 __all__ = [
     "AUTH_STATES",
+    "AUTH_TOPIC",
     "AuthFile",
+    "AuthRegistry",
     "AuthStatus",
     "BearerAuth",
     "LoginFailed",
@@ -18,4 +21,5 @@ __all__ = [
     "auth_file_for",
     "login",
     "redirect_port_for",
+    "uses_oauth",
 ]

@@ -27,8 +27,11 @@ class BearerAuth(httpx2.Auth):
         try:
             token = await self.server.token()
         except (LoginRequired, httpx2.HTTPError):
-            self.server.set_phase("required", self.server.error)
-            yield request  # no header: the server's 401 becomes this request's error
+            # No login (yet): the request goes as is. A server that needs none answers it; one
+            # that does answers 401 (``required``), which fails this request, never a browser.
+            response = yield request
+            if response.status_code == 401 and self.server.phase != "pending":
+                self.server.set_phase("required", self.server.error)
             return
         request.headers["Authorization"] = f"Bearer {token}"
         response = yield request

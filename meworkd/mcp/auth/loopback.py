@@ -12,7 +12,7 @@ import anyio
 from anyio.abc import ByteStream, SocketAttribute, TaskGroup
 from mcp.client.auth import AuthorizationCodeResult
 
-from meworkd.base.errors import MeworkError
+from meworkd.base.errors import ServerUnavailable
 
 __all__ = ["LoginFailed", "LoopbackReceiver"]
 
@@ -20,7 +20,7 @@ _HEAD_LIMIT = 16 * 1024
 _PAGE = b"Signed in to the MCP server. You can close this window."
 
 
-class LoginFailed(MeworkError):
+class LoginFailed(ServerUnavailable):
     """The login did not complete (refused, timed out, or the redirect port was busy)."""
 
     kind = "login_failed"

@@ -24,7 +24,7 @@ import anyio
 import httpx2
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from meworkd.base.errors import MeworkError
+from meworkd.base.errors import ServerUnavailable
 from meworkd.mcp.auth.store import AuthFile
 
 __all__ = ["AUTH_STATES", "AuthStatus", "LoginRequired", "ServerAuth"]
@@ -36,7 +36,7 @@ _DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
 AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
 
 
-class LoginRequired(MeworkError):
+class LoginRequired(ServerUnavailable):
     """The server needs a login (no tokens, or the refresh token was refused)."""
 
     kind = "auth_required"

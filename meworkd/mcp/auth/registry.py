@@ -1,0 +1,146 @@
+"""Every server's :class:`~.server.ServerAuth`, the logins running, and the ``server.auth`` event.
+
+One :class:`AuthRegistry` per daemon: sessions of a server get their ``BearerAuth`` here (one
+``ServerAuth`` per server URL, so every conversation and Test connection share one login), and
+``servers.login``/``servers.logout`` run here. A login runs in the registry's own task group,
+so ``servers.login`` answers as soon as the authorization URL is known and the login completes
+in the background (the loopback redirect). Each state change is published as ``server.auth``
+``{name, state, authorizationUrl?, error?}``; tokens never leave this package.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from anyio.abc import TaskGroup, TaskStatus
+
+from meworkd.base.events import EventBus
+from meworkd.mcp.auth.bearer import BearerAuth
+from meworkd.mcp.auth.login import login
+from meworkd.mcp.auth.loopback import LoginFailed
+from meworkd.mcp.auth.server import LoginRequired, ServerAuth
+from meworkd.mcp.auth.store import auth_file_for
+from meworkd.settings import OAuthConfig, ServerConfig
+
+__all__ = ["AUTH_TOPIC", "AuthRegistry", "uses_oauth"]
+
+AUTH_TOPIC = "server.auth"
+REFRESH_TIMEOUT = 30.0  # seconds for one call to the token endpoint
+LOGIN_WAIT_SECONDS = 600.0  # how long a person has to finish a login in the browser
+
+
+def uses_oauth(config: ServerConfig) -> bool:
+    """HTTP, not ``"oauth": false``, and no static ``Authorization`` header of its own."""
+    static = any(k.lower() == "authorization" for k in config.headers)
+    return config.type == "streamable_http" and config.oauth is not False and not static
+
+
+class AuthRegistry:
+    def __init__(
+        self, state_dir: Path, bus: EventBus, on_tokens: Callable[[], None] = lambda: None
+    ) -> None:
+        self._state_dir = state_dir
+        self._bus = bus
+        self._on_tokens = on_tokens  # the set of secrets to redact changed
+        self._servers: dict[str, ServerAuth] = {}
+        self._names: dict[str, str] = {}  # server URL -> the name it was last used under
+        self._http: httpx2.AsyncClient | None = None
+        self._tg: TaskGroup | None = None
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Own the HTTP client of refreshes and the running logins until cancelled."""
+        async with (
+            httpx2.AsyncClient(timeout=REFRESH_TIMEOUT, follow_redirects=False) as http,
+            anyio.create_task_group() as tg,
+        ):
+            self._http, self._tg = http, tg
+            task_status.started()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self._http = self._tg = None
+
+    def server(self, name: str, config: ServerConfig) -> ServerAuth | None:
+        """The shared state of ``config``'s server, or None when it does not use OAuth."""
+        if not uses_oauth(config) or config.url is None or self._http is None:
+            return None
+        self._names[config.url] = name
+        found = self._servers.get(config.url)
+        if found is None:
+            file = auth_file_for(self._state_dir, config.url)
+            found = ServerAuth(config.url, file, self._http, on_change=self._changed)
+            self._servers[config.url] = found
+        return found
+
+    def bearer(self, name: str, config: ServerConfig) -> BearerAuth | None:
+        auth = self.server(name, config)
+        return None if auth is None else BearerAuth(auth)
+
+    def status(self, name: str, config: ServerConfig) -> dict[str, Any] | None:
+        auth = self.server(name, config)
+        return None if auth is None else auth.status()
+
+    def secrets(self) -> list[str]:
+        """Every token and client secret held now, for the log and event redactor."""
+        found: list[str] = []
+        for auth in self._servers.values():
+            tokens = auth.state.get("tokens") or {}
+            client = auth.state.get("client") or {}
+            values = (tokens.get("access_token"), tokens.get("refresh_token"))
+            found += [v for v in (*values, client.get("client_secret")) if v]
+        return found
+
+    def _changed(self, auth: ServerAuth) -> None:
+        event: dict[str, Any] = {"name": self._names.get(auth.server_url), "state": auth.phase}
+        if auth.authorization_url:
+            event["authorizationUrl"] = auth.authorization_url
+        if auth.error:
+            event["error"] = auth.error
+        self._on_tokens()
+        self._bus.publish(AUTH_TOPIC, event)
+
+    async def login(self, name: str, config: ServerConfig) -> dict[str, Any]:
+        """Start a login: ``{"state": "authorized"}`` when no browser is needed, else
+        ``{"state": "pending", "authorizationUrl"}`` with the login going on in the background."""
+        auth = self.server(name, config)
+        if auth is None or self._tg is None:
+            raise LoginFailed(f"{name} does not log in with OAuth")
+        if auth.step_up_scope is None:
+            try:
+                with anyio.fail_after(REFRESH_TIMEOUT):
+                    await auth.token()
+                return {"state": "authorized"}
+            except (LoginRequired, httpx2.HTTPError, TimeoutError):
+                pass
+        oauth = config.oauth if isinstance(config.oauth, OAuthConfig) else None
+        url_known = anyio.Event()
+        outcome: dict[str, Any] = {}
+
+        async def publish_url(url: str) -> None:
+            outcome.update(state="pending", authorizationUrl=url)
+            url_known.set()
+
+        async def run_login() -> None:
+            try:
+                await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
+                outcome.setdefault("state", "authorized")
+            except LoginFailed as exc:
+                outcome.setdefault("error", exc)
+            finally:
+                url_known.set()
+
+        self._tg.start_soon(run_login)
+        await url_known.wait()
+        if isinstance(outcome.get("error"), LoginFailed) and "state" not in outcome:
+            raise outcome["error"]
+        return {k: v for k, v in outcome.items() if k != "error"}
+
+    async def logout(self, name: str, config: ServerConfig) -> bool:
+        auth = self.server(name, config)
+        if auth is None:
+            raise LoginFailed(f"{name} does not log in with OAuth")
+        revoked = await auth.logout()
+        self._on_tokens()
+        return revoked

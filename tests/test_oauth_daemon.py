@@ -1,0 +1,57 @@
+"""OAuth through the real daemon: servers.login/logout, the auth field, server.auth events,
+a turn before and after the login (the AS of tests/servers/oauth_as.py, a headless browser)."""
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mework_client.aio import AsyncClient, connect
+
+from tests.daemon_helpers import begin_turn, call_tool, start_daemon, text_of, wait_event
+from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_login_turn_logout(short_tmp: Path) -> None:
+    sock = listening_socket()
+    app, auth_as, url = build(sock.getsockname()[1], access_ttl=30)
+    with sock:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve, app, sock)
+            async with (
+                start_daemon(short_tmp, {"hosted": {"url": url}}) as running,
+                connect(running.socket) as client,
+            ):
+                await _scenario(client, auth_as, tg)
+            tg.cancel_scope.cancel()
+
+
+async def _scenario(client: AsyncClient, auth_as: FakeAS, tg: anyio.abc.TaskGroup) -> None:
+    await client.call("events.subscribe", {"topics": ["server.auth"]})
+    before = await begin_turn(client, ["hosted"])
+    assert before["failures"][0]["kind"] == "auth_required"
+    assert (await client.call("servers.get", {"name": "hosted"}))["auth"]["state"] == "required"
+
+    started = await client.call("servers.login", {"name": "hosted"})
+    assert started["state"] == "pending"
+    assert "code_challenge_method=S256" in started["authorizationUrl"]
+    tg.start_soon(headless_browser, started["authorizationUrl"])
+    await wait_event(client, "server.auth", lambda e: e["state"] == "authorized")
+    shown = (await client.call("servers.list"))["servers"][0]["auth"]
+    assert shown["state"] == "authorized"
+    assert shown["scopes"] == ["mcp"]
+    assert "expiresAt" in shown
+
+    # Logged in already: no browser step.
+    assert await client.call("servers.login", {"name": "hosted"}) == {"state": "authorized"}
+    turn = await begin_turn(client, ["hosted"], before["conversationId"])
+    assert turn["failures"] == []
+    assert text_of(await call_tool(client, turn, "hosted", "whoami")) == "ok"
+
+    assert await client.call("servers.logout", {"name": "hosted"}) == {"revoked": True}
+    assert auth_as.count("revoke") == 2
+    gone = await client.call("servers.get", {"name": "hosted", "reveal": True})
+    assert gone["auth"] == {"state": "none"}
+    assert "at-" not in repr(gone)
+    assert "rt-" not in repr(gone)
