@@ -14,6 +14,7 @@ from mework_protocol.address import default_socket_path
 from mework_client import __version__
 from mework_client.ctl import (
     approvals,
+    auth,
     conv,
     daemon,
     presets,
@@ -64,6 +65,7 @@ COMMANDS: tuple[Command, ...] = (
     *settings.COMMANDS,
     *servers.COMMANDS,
     *servers_probe.COMMANDS,
+    *auth.COMMANDS,
     *presets.COMMANDS,
     *conv.COMMANDS,
     *turn.COMMANDS,
