@@ -1,6 +1,7 @@
 """OAuth through the real daemon: servers.login/logout, the auth field, server.auth events,
 a turn before and after the login (the AS of tests/servers/oauth_as.py, a headless browser)."""
 
+import sys
 from pathlib import Path
 
 import anyio
@@ -24,6 +25,7 @@ async def test_login_turn_logout(short_tmp: Path) -> None:
                 connect(running.socket) as client,
             ):
                 await _scenario(client, auth_as, tg)
+                await _ctl_login_over_ssh(client, running.socket, tg)
             tg.cancel_scope.cancel()
 
 
@@ -55,3 +57,28 @@ async def _scenario(client: AsyncClient, auth_as: FakeAS, tg: anyio.abc.TaskGrou
     assert gone["auth"] == {"state": "none"}
     assert "at-" not in repr(gone)
     assert "rt-" not in repr(gone)
+
+
+async def _ctl_login_over_ssh(client: AsyncClient, socket: Path, tg: anyio.abc.TaskGroup) -> None:
+    """meworkctl servers login --no-browser --redirect-port: the URL on stderr, success once
+    the (headless) browser came back; the port is kept in the entry."""
+    with listening_socket() as probe:
+        port = probe.getsockname()[1]
+    meworkctl = Path(sys.executable).parent / "meworkctl"
+    argv = [str(meworkctl), "--socket", str(socket), "servers", "login", "hosted"]
+    async with await anyio.open_process(
+        [*argv, "--no-browser", "--redirect-port", str(port)]
+    ) as proc:
+        assert proc.stderr is not None
+        assert proc.stdout is not None
+        seen = b""
+        with anyio.fail_after(20):
+            while b"/authorize?" not in seen or not seen.endswith(b"\n"):
+                seen += await proc.stderr.receive()
+            url = next(w for w in seen.decode().split() if "/authorize?" in w)
+            assert f"127.0.0.1%3A{port}%2Fcallback" in url
+            tg.start_soon(headless_browser, url)
+            assert await proc.wait() == 0
+        assert b"hosted: logged in" in await proc.stdout.receive()
+    entry = (await client.call("servers.get", {"name": "hosted"}))["server"]
+    assert entry["oauth"] == {"redirectPort": port}

@@ -71,7 +71,10 @@ class Daemon:
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
         self.auth = AuthRegistry(
-            paths.state_dir, self.bus, on_tokens=lambda: self._refresh_secrets(self.store.settings)
+            paths.state_dir,
+            self.bus,
+            self.environ,
+            on_tokens=lambda: self._refresh_secrets(self.store.settings),
         )
         self.pool = SessionPool(self.environ, self.logs.writer, self.ledger, self.bus, self.auth)
         self.approvals = Approvals(self.bus, self.redactor.redact)

@@ -8,7 +8,7 @@ in the background (the loopback redirect). Each state change is published as ``s
 ``{name, state, authorizationUrl?, error?}``; tokens never leave this package.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +16,14 @@ import anyio
 import httpx2
 from anyio.abc import TaskGroup, TaskStatus
 
+from meworkd.base.errors import InvalidSettings
 from meworkd.base.events import EventBus
 from meworkd.mcp.auth.bearer import BearerAuth
 from meworkd.mcp.auth.login import login
 from meworkd.mcp.auth.loopback import LoginFailed
 from meworkd.mcp.auth.server import LoginRequired, ServerAuth
 from meworkd.mcp.auth.store import auth_file_for
-from meworkd.settings import OAuthConfig, ServerConfig
+from meworkd.settings import OAuthConfig, ServerConfig, expand_server
 
 __all__ = ["AUTH_TOPIC", "AuthRegistry", "uses_oauth"]
 
@@ -39,9 +40,14 @@ def uses_oauth(config: ServerConfig) -> bool:
 
 class AuthRegistry:
     def __init__(
-        self, state_dir: Path, bus: EventBus, on_tokens: Callable[[], None] = lambda: None
+        self,
+        state_dir: Path,
+        bus: EventBus,
+        environ: Mapping[str, str],
+        on_tokens: Callable[[], None] = lambda: None,
     ) -> None:
         self._state_dir = state_dir
+        self._environ = dict(environ)  # ${VAR} of the url and the oauth secrets
         self._bus = bus
         self._on_tokens = on_tokens  # the set of secrets to redact changed
         self._servers: dict[str, ServerAuth] = {}
@@ -79,6 +85,10 @@ class AuthRegistry:
         return None if auth is None else BearerAuth(auth)
 
     def status(self, name: str, config: ServerConfig) -> dict[str, Any] | None:
+        try:
+            config = expand_server(name, config, self._environ)
+        except InvalidSettings:
+            return None  # cannot connect either: servers.test says why
         auth = self.server(name, config)
         return None if auth is None else auth.status()
 
@@ -104,6 +114,7 @@ class AuthRegistry:
     async def login(self, name: str, config: ServerConfig) -> dict[str, Any]:
         """Start a login: ``{"state": "authorized"}`` when no browser is needed, else
         ``{"state": "pending", "authorizationUrl"}`` with the login going on in the background."""
+        config = self._expanded(name, config)
         auth = self.server(name, config)
         if auth is None or self._tg is None:
             raise LoginFailed(f"{name} does not log in with OAuth")
@@ -137,7 +148,15 @@ class AuthRegistry:
             raise outcome["error"]
         return {k: v for k, v in outcome.items() if k != "error"}
 
+    def _expanded(self, name: str, config: ServerConfig) -> ServerConfig:
+        """``config`` as the pool connects it: the same URL key, the real secrets."""
+        try:
+            return expand_server(name, config, self._environ)
+        except InvalidSettings as exc:
+            raise LoginFailed(exc.message) from None
+
     async def logout(self, name: str, config: ServerConfig) -> bool:
+        config = self._expanded(name, config)
         auth = self.server(name, config)
         if auth is None:
             raise LoginFailed(f"{name} does not log in with OAuth")
