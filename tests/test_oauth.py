@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import ClientSession
 from mcp.shared.auth import OAuthClientInformationFull
 
@@ -30,6 +32,7 @@ from meworkd.mcp.auth import (
     auth_file_for,
     login,
 )
+from meworkd.mcp.auth.machine import client_credentials
 from meworkd.mcp.http import HttpErrors, open_http
 from meworkd.settings import OAuthConfig, ServerConfig
 from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve
@@ -261,3 +264,52 @@ async def test_logout_revokes_and_no_token_in_logs(
     for text in (caplog.text, status):
         assert "at-" not in text
         assert "rt-" not in text
+
+
+def _machine(auth: ServerAuth, oauth: OAuthConfig) -> None:
+    """As the registry wires a client_credentials entry."""
+
+    async def run() -> None:
+        await client_credentials(auth, oauth)
+
+    auth.machine = run
+
+
+async def test_client_credentials_with_secret_and_with_private_key_jwt(rig: Rig) -> None:
+    rig.auth_as.machine_secrets["svc"] = "svc-secret-value"
+    auth = rig.server_auth()
+    _machine(
+        auth,
+        OAuthConfig(
+            grant="client_credentials",
+            client_id="svc",
+            client_secret="svc-secret-value",
+            scopes=("mcp",),
+        ),
+    )
+    async with sessions(auth, 1) as (session,):
+        assert (await session.call_tool("whoami", {})).is_error is False
+        expire(auth)  # no refresh token: the grant runs again, no person involved
+        assert (await session.call_tool("whoami", {})).is_error is False
+    assert rig.auth_as.events == ["client_credentials secret scope=mcp"] * 2
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    rig.auth_as.machine_keys["signer"] = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    signer = ServerAuth(rig.url, auth_file_for(rig.state_dir / "jwt", rig.url), rig.http)
+    _machine(signer, OAuthConfig(grant="client_credentials", client_id="signer", private_key=pem))
+    assert await signer.token()
+    assert rig.auth_as.events[-1] == "client_credentials jwt scope=None"
+
+    refused = ServerAuth(rig.url, auth_file_for(rig.state_dir / "bad", rig.url), rig.http)
+    _machine(
+        refused, OAuthConfig(grant="client_credentials", client_id="svc", client_secret="wrong")
+    )
+    with pytest.raises(LoginFailed, match="refused the client"):
+        await refused.token()

@@ -7,7 +7,9 @@ library): ``MCPServer(auth_server_provider=…)`` mounts the AS metadata, ``/aut
 ``access_ttl`` (seconds), ``rotate`` (refresh-token rotation), ``fail_refresh`` (refresh answered
 ``invalid_grant``), ``skew`` (tokens rejected this many seconds early). Every grant is logged
 in ``events``. :func:`headless_browser` plays the user. ``hide_s256`` drops
-``code_challenge_methods_supported`` from the AS metadata.
+``code_challenge_methods_supported`` from the AS metadata. The SDK's ``/token`` has no
+client-credentials grant, so :class:`_Extras` answers it: ``machine_secrets`` (client id ->
+secret) and ``machine_keys`` (client id -> PEM public key, for a signed JWT assertion).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import secrets
 import socket
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx2
+import jwt
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -43,6 +47,8 @@ class FakeAS:
     def __init__(self, issuer: str, access_ttl: int = 30, rotate: bool = True) -> None:
         self.issuer, self.access_ttl, self.rotate = issuer, access_ttl, rotate
         self.fail_refresh, self.skew, self.hide_s256 = False, 0, False
+        self.machine_secrets: dict[str, str] = {}
+        self.machine_keys: dict[str, str] = {}
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -184,19 +190,54 @@ def build(port: int, **knobs: Any) -> tuple[Any, FakeAS, str]:
 
     logging.getLogger().setLevel(logging.WARNING)  # MCPServer() switched root logging to INFO
     return (
-        _HideS256(server.streamable_http_app(host="127.0.0.1"), provider),
+        _Extras(server.streamable_http_app(host="127.0.0.1"), provider),
         provider,
         f"{base}/mcp",
     )
 
 
-class _HideS256:
-    """ASGI wrapper: with ``hide_s256`` the AS metadata no longer lists its PKCE methods."""
+class _Extras:
+    """ASGI wrapper: ``hide_s256``; the client-credentials grant at ``/token``."""
 
     def __init__(self, app: Any, provider: FakeAS) -> None:
         self.app, self.provider = app, provider
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token" and scope["method"] == "POST":
+            body, more = b"", True
+            while more:
+                message = await receive()
+                body, more = body + message.get("body", b""), message.get("more_body", False)
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            if form.get("grant_type") == "client_credentials":
+                return await _reply(send, *self._machine_token(form))
+            return await self.app(scope, _replay(body, receive), send)
+        await self._metadata(scope, receive, send)
+
+    def _machine_token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        client_id = form.get("client_id", "")
+        trusted = self.provider.machine_secrets.get(client_id) == form.get("client_secret")
+        key = self.provider.machine_keys.get(client_id)
+        if key and form.get("client_assertion"):
+            try:
+                claims = jwt.decode(
+                    form["client_assertion"],
+                    key,
+                    algorithms=["RS256"],
+                    audience=self.provider.issuer,
+                )
+                trusted = claims["sub"] == client_id
+            except jwt.PyJWTError:
+                trusted = False
+        if not trusted:
+            self.provider.events.append("client_credentials -> invalid_client")
+            return 401, {"error": "invalid_client"}
+        how = "jwt" if form.get("client_assertion") else "secret"
+        self.provider.events.append(f"client_credentials {how} scope={form.get('scope')}")
+        token = self.provider._issue(client_id, ["mcp"], form.get("resource"), None)
+        return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
+
+    async def _metadata(self, scope: Any, receive: Any, send: Any) -> None:
         wanted = scope["type"] == "http" and scope["path"].startswith(
             "/.well-known/oauth-authorization-server"
         )
@@ -213,6 +254,26 @@ class _HideS256:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _reply(send: Any, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 async def serve(app: Any, sock: socket.socket) -> None:

@@ -12,7 +12,8 @@ from collections.abc import AsyncGenerator
 import httpx2
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 
-from meworkd.mcp.auth.server import LoginRequired, ServerAuth
+from meworkd.base.errors import ServerUnavailable
+from meworkd.mcp.auth.server import ServerAuth
 
 __all__ = ["BearerAuth"]
 
@@ -26,7 +27,7 @@ class BearerAuth(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         try:
             token = await self.server.token()
-        except (LoginRequired, httpx2.HTTPError):
+        except (ServerUnavailable, httpx2.HTTPError):
             # No login (yet): the request goes as is. A server that needs none answers it; one
             # that does answers 401 (``required``), which fails this request, never a browser.
             response = yield request
@@ -45,7 +46,7 @@ class BearerAuth(httpx2.Auth):
             return
         try:
             token = await self.server.token(rejected=token)
-        except (LoginRequired, httpx2.HTTPError):
+        except (ServerUnavailable, httpx2.HTTPError):
             return
         request.headers["Authorization"] = f"Bearer {token}"
         yield request

@@ -8,6 +8,7 @@ in the background (the loopback redirect). Each state change is published as ``s
 ``{name, state, authorizationUrl?, error?}``; tokens never leave this package.
 """
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from meworkd.base.events import EventBus
 from meworkd.mcp.auth.bearer import BearerAuth
 from meworkd.mcp.auth.login import login
 from meworkd.mcp.auth.loopback import LoginFailed
+from meworkd.mcp.auth.machine import client_credentials
 from meworkd.mcp.auth.server import LoginRequired, ServerAuth
 from meworkd.mcp.auth.store import auth_file_for
 from meworkd.settings import OAuthConfig, ServerConfig, expand_server
@@ -78,7 +80,20 @@ class AuthRegistry:
             file = auth_file_for(self._state_dir, config.url)
             found = ServerAuth(config.url, file, self._http, on_change=self._changed)
             self._servers[config.url] = found
+        oauth = config.oauth
+        if isinstance(oauth, OAuthConfig) and oauth.grant == "client_credentials":
+            found.machine = functools.partial(self._machine, found, oauth)
+        else:
+            found.machine = None
         return found
+
+    @staticmethod
+    async def _machine(auth: ServerAuth, oauth: OAuthConfig) -> None:
+        try:
+            await client_credentials(auth, oauth)
+        except LoginFailed as exc:
+            auth.set_phase("failed", exc.message)
+            raise
 
     def bearer(self, name: str, config: ServerConfig) -> BearerAuth | None:
         auth = self.server(name, config)
@@ -118,6 +133,10 @@ class AuthRegistry:
         auth = self.server(name, config)
         if auth is None or self._tg is None:
             raise LoginFailed(f"{name} does not log in with OAuth")
+        if auth.machine is not None:
+            async with auth.lock:
+                await auth.machine()  # no person: a fresh token each time it is asked for
+            return {"state": "authorized"}
         if auth.step_up_scope is None:
             try:
                 with anyio.fail_after(REFRESH_TIMEOUT):

@@ -16,7 +16,7 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -64,6 +64,8 @@ class ServerAuth:
         self.authorization_url: str | None = None
         # Set from a 403 insufficient_scope challenge: what the next login asks for.
         self.step_up_scope: str | None = None
+        # The client-credentials grant (no person): run instead of a refresh or a login.
+        self.machine: Callable[[], Awaitable[None]] | None = None
 
     # -- status -----------------------------------------------------------------------------
     def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
@@ -142,6 +144,9 @@ class ServerAuth:
         """
         async with self.lock:
             tokens = self.state.get("tokens")
+            if not tokens and self.machine is not None:
+                await self.machine()
+                return str(self.state["tokens"]["access_token"])
             if not tokens:
                 raise LoginRequired(f"{self.server_url} needs a login")
             if rejected is None and (fresh := self._fresh()):
@@ -153,6 +158,9 @@ class ServerAuth:
 
     async def _refresh(self) -> None:
         tokens, endpoints = self.state["tokens"], self.state.get("as") or {}
+        if not tokens.get("refresh_token") and self.machine is not None:
+            await self.machine()
+            return
         if not tokens.get("refresh_token") or not endpoints.get("token_endpoint"):
             # Never a guessed endpoint (G4): without the discovered one only a login helps.
             raise self._drop("no refresh token")
