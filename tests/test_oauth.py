@@ -313,3 +313,36 @@ async def test_client_credentials_with_secret_and_with_private_key_jwt(rig: Rig)
     )
     with pytest.raises(LoginFailed, match="refused the client"):
         await refused.token()
+
+
+async def test_step_up_on_403_insufficient_scope_retries_once(rig: Rig) -> None:
+    auth = rig.server_auth()
+    await rig.login(auth)
+    urls: list[str] = []
+
+    def request_login() -> anyio.Event:
+        """What the registry does: a login with the union scope; here the browser is headless."""
+        done = anyio.Event()
+
+        async def run() -> None:
+            try:
+                urls.extend(await rig.login(auth))
+            finally:
+                done.set()
+
+        rig.tg.start_soon(run)
+        return done
+
+    auth.request_login = request_login
+    rig.auth_as.events.clear()
+    async with sessions(auth, 1) as (session,):
+        with anyio.fail_after(20):  # the call's own timeout bounds the step-up
+            reply = await session.call_tool("admin_tool", {})
+    assert reply.is_error is False
+    assert rig.auth_as.events == [
+        "403 insufficient_scope",
+        "authorize scopes=mcp admin",  # the union of granted and challenged scopes
+        "token(code)",
+    ]
+    assert "pending" in rig.changes
+    assert auth.status()["scopes"] == ["mcp", "admin"]

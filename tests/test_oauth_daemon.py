@@ -33,10 +33,15 @@ async def _scenario(client: AsyncClient, auth_as: FakeAS, tg: anyio.abc.TaskGrou
     await client.call("events.subscribe", {"topics": ["server.auth"]})
     before = await begin_turn(client, ["hosted"])
     assert before["failures"][0]["kind"] == "auth_required"
-    assert (await client.call("servers.get", {"name": "hosted"}))["auth"]["state"] == "required"
+    # The turn did not wait, but a fresh URL went out at once.
+    fresh = await wait_event(client, "server.auth", lambda e: "authorizationUrl" in e)
+    assert fresh["name"] == "hosted"
+    assert fresh["state"] == "pending"
+    assert (await client.call("servers.get", {"name": "hosted"}))["auth"]["state"] == "pending"
 
+    # servers.login joins the login already waiting for the browser.
     started = await client.call("servers.login", {"name": "hosted"})
-    assert started["state"] == "pending"
+    assert started == {"state": "pending", "authorizationUrl": fresh["authorizationUrl"]}
     assert "code_challenge_method=S256" in started["authorizationUrl"]
     tg.start_soon(headless_browser, started["authorizationUrl"])
     await wait_event(client, "server.auth", lambda e: e["state"] == "authorized")
@@ -69,16 +74,24 @@ async def _ctl_login_over_ssh(client: AsyncClient, socket: Path, tg: anyio.abc.T
     async with await anyio.open_process(
         [*argv, "--no-browser", "--redirect-port", str(port)]
     ) as proc:
-        assert proc.stderr is not None
-        assert proc.stdout is not None
-        seen = b""
-        with anyio.fail_after(20):
-            while b"/authorize?" not in seen or not seen.endswith(b"\n"):
-                seen += await proc.stderr.receive()
-            url = next(w for w in seen.decode().split() if "/authorize?" in w)
-            assert f"127.0.0.1%3A{port}%2Fcallback" in url
-            tg.start_soon(headless_browser, url)
-            assert await proc.wait() == 0
-        assert b"hosted: logged in" in await proc.stdout.receive()
+        try:
+            await _drive_ctl(proc, port, tg)
+        except BaseException:
+            proc.kill()  # else leaving the block would wait for it
+            raise
     entry = (await client.call("servers.get", {"name": "hosted"}))["server"]
     assert entry["oauth"] == {"redirectPort": port}
+
+
+async def _drive_ctl(proc: anyio.abc.Process, port: int, tg: anyio.abc.TaskGroup) -> None:
+    assert proc.stderr is not None
+    assert proc.stdout is not None
+    seen = b""
+    with anyio.fail_after(20):
+        while b"/authorize?" not in seen or not seen.endswith(b"\n"):
+            seen += await proc.stderr.receive()
+        url = next(w for w in seen.decode().split() if "/authorize?" in w)
+        assert f"127.0.0.1%3A{port}%2Fcallback" in url
+        tg.start_soon(headless_browser, url)
+        assert await proc.wait() == 0
+    assert b"hosted: logged in" in await proc.stdout.receive()

@@ -188,6 +188,10 @@ def build(port: int, **knobs: Any) -> tuple[Any, FakeAS, str]:
     async def whoami() -> str:
         return "ok"
 
+    @server.tool()
+    async def admin_tool() -> str:
+        return "admin ok"
+
     logging.getLogger().setLevel(logging.WARNING)  # MCPServer() switched root logging to INFO
     return (
         _Extras(server.streamable_http_app(host="127.0.0.1"), provider),
@@ -212,7 +216,33 @@ class _Extras:
             if form.get("grant_type") == "client_credentials":
                 return await _reply(send, *self._machine_token(form))
             return await self.app(scope, _replay(body, receive), send)
+        if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
+            body, more = b"", True
+            while more:
+                message = await receive()
+                body, more = body + message.get("body", b""), message.get("more_body", False)
+            if self._needs_admin(scope, body):
+                return await self._insufficient_scope(send)
+            return await self.app(scope, _replay(body, receive), send)
         await self._metadata(scope, receive, send)
+
+    def _needs_admin(self, scope: Any, body: bytes) -> bool:
+        """A tools/call of ``admin_tool`` with a token lacking the ``admin`` scope."""
+        if b'"admin_tool"' not in body:
+            return False
+        bearer = dict(scope["headers"]).get(b"authorization", b"")[7:].decode()
+        token = self.provider.access.get(bearer)
+        return token is not None and "admin" not in token.scopes
+
+    async def _insufficient_scope(self, send: Any) -> None:
+        self.provider.events.append("403 insufficient_scope")
+        challenge = (
+            'Bearer error="insufficient_scope", scope="mcp admin", resource_metadata='
+            f'"{self.provider.issuer}/.well-known/oauth-protected-resource/mcp"'
+        )
+        headers = [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
 
     def _machine_token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
         client_id = form.get("client_id", "")

@@ -31,16 +31,20 @@ class BearerAuth(httpx2.Auth):
             # No login (yet): the request goes as is. A server that needs none answers it; one
             # that does answers 401 (``required``), which fails this request, never a browser.
             response = yield request
-            if response.status_code == 401 and self.server.phase != "pending":
+            # A DELETE ends a session (after a logout, say): its 401 asks for nothing.
+            wants_login = response.status_code == 401 and request.method != "DELETE"
+            if wants_login and self.server.phase != "pending":
                 self.server.set_phase("required", self.server.error)
             return
         request.headers["Authorization"] = f"Bearer {token}"
         response = yield request
         if response.status_code == 403:
-            if extract_field_from_www_auth(response, "error") == "insufficient_scope":
-                granted = (self.server.state.get("tokens") or {}).get("scope")
-                wanted = extract_field_from_www_auth(response, "scope")
-                self.server.step_up_scope = union_scopes(granted, wanted)
+            if extract_field_from_www_auth(response, "error") != "insufficient_scope":
+                return
+            if not await self._stepped_up(response):
+                return
+            request.headers["Authorization"] = f"Bearer {self.server.current()}"
+            yield request  # once: a second 403 is the call's answer
             return
         if response.status_code != 401:
             return
@@ -50,3 +54,14 @@ class BearerAuth(httpx2.Auth):
             return
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
+
+    async def _stepped_up(self, response: httpx2.Response) -> bool:
+        """Ask for the union of granted and challenged scopes (a login: ``server.auth``
+        ``pending`` with the URL) and wait for it; the call's own timeout bounds the wait."""
+        if self.server.request_login is None:
+            return False
+        granted = (self.server.state.get("tokens") or {}).get("scope")
+        wanted = extract_field_from_www_auth(response, "scope")
+        self.server.step_up_scope = union_scopes(granted, wanted)
+        await self.server.request_login().wait()
+        return self.server.phase == "authorized" and self.server.current() is not None

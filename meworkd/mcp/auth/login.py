@@ -119,7 +119,8 @@ async def _run_flow(
                 f'{www}{", " if "=" in www else " "}scope="{scope}"'
             )
 
-    auth.state.pop("tokens", None)
+    # Sessions keep using the tokens they have (a step-up) until the new ones are stored.
+    before = auth.state.get("tokens")
     try:
         async with httpx2.AsyncClient(
             auth=provider, timeout=LOGIN_HTTP_TIMEOUT, event_hooks={"response": [challenge_scope]}
@@ -132,6 +133,8 @@ async def _run_flow(
         raise LoginFailed(
             "the login failed: the server or its authorization server is unreachable"
         ) from None
+    if auth.state.get("tokens") is before:
+        raise LoginFailed("the login did not complete: the server asked for no login")
     _keep_endpoints(auth, provider)
 
 

@@ -34,6 +34,15 @@ REFRESH_TIMEOUT = 30.0  # seconds for one call to the token endpoint
 LOGIN_WAIT_SECONDS = 600.0  # how long a person has to finish a login in the browser
 
 
+class _Login:
+    """One login in progress: its URL published (or it failed first), its end."""
+
+    def __init__(self) -> None:
+        self.url_known = anyio.Event()
+        self.done = anyio.Event()
+        self.error: LoginFailed | None = None
+
+
 def uses_oauth(config: ServerConfig) -> bool:
     """HTTP, not ``"oauth": false``, and no static ``Authorization`` header of its own."""
     static = any(k.lower() == "authorization" for k in config.headers)
@@ -56,6 +65,8 @@ class AuthRegistry:
         self._names: dict[str, str] = {}  # server URL -> the name it was last used under
         self._http: httpx2.AsyncClient | None = None
         self._tg: TaskGroup | None = None
+        self._oauth: dict[str, OAuthConfig | None] = {}  # server URL -> its oauth settings
+        self._logins: dict[str, _Login] = {}  # server URL -> its last (or running) login
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the HTTP client of refreshes and the running logins until cancelled."""
@@ -80,7 +91,9 @@ class AuthRegistry:
             file = auth_file_for(self._state_dir, config.url)
             found = ServerAuth(config.url, file, self._http, on_change=self._changed)
             self._servers[config.url] = found
+            found.request_login = functools.partial(self._wanted, found)
         oauth = config.oauth
+        self._oauth[config.url] = oauth if isinstance(oauth, OAuthConfig) else None
         if isinstance(oauth, OAuthConfig) and oauth.grant == "client_credentials":
             found.machine = functools.partial(self._machine, found, oauth)
         else:
@@ -125,6 +138,10 @@ class AuthRegistry:
             event["error"] = auth.error
         self._on_tokens()
         self._bus.publish(AUTH_TOPIC, event)
+        if auth.phase == "required" and auth.machine is None:
+            # A session met a 401 (a turn's discovery, say): a fresh URL goes out at once in a
+            # server.auth event; the turn does not wait for it.
+            self._begin(auth)
 
     async def login(self, name: str, config: ServerConfig) -> dict[str, Any]:
         """Start a login: ``{"state": "authorized"}`` when no browser is needed, else
@@ -144,28 +161,45 @@ class AuthRegistry:
                 return {"state": "authorized"}
             except (LoginRequired, httpx2.HTTPError, TimeoutError):
                 pass
-        oauth = config.oauth if isinstance(config.oauth, OAuthConfig) else None
-        url_known = anyio.Event()
-        outcome: dict[str, Any] = {}
+        running = self._begin(auth)
+        await running.url_known.wait()
+        if running.error is not None and auth.phase != "pending":
+            raise running.error
+        if auth.phase == "authorized":
+            return {"state": "authorized"}
+        return {"state": "pending", "authorizationUrl": auth.authorization_url}
 
-        async def publish_url(url: str) -> None:
-            outcome.update(state="pending", authorizationUrl=url)
-            url_known.set()
+    def _begin(self, auth: ServerAuth) -> "_Login":
+        """The login of ``auth``'s server running now, started if there is none."""
+        running = self._logins.get(auth.server_url)
+        if running is not None and not running.done.is_set():
+            return running
+        running = self._logins[auth.server_url] = _Login()
+        if self._tg is None:  # the daemon is stopping
+            running.error = LoginFailed("meworkd is shutting down")
+            running.url_known.set()
+            running.done.set()
+            return running
+        self._tg.start_soon(self._run_login, auth, running)
+        return running
 
-        async def run_login() -> None:
-            try:
-                await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
-                outcome.setdefault("state", "authorized")
-            except LoginFailed as exc:
-                outcome.setdefault("error", exc)
-            finally:
-                url_known.set()
+    async def _run_login(self, auth: ServerAuth, running: "_Login") -> None:
+        oauth = self._oauth.get(auth.server_url)
 
-        self._tg.start_soon(run_login)
-        await url_known.wait()
-        if isinstance(outcome.get("error"), LoginFailed) and "state" not in outcome:
-            raise outcome["error"]
-        return {k: v for k, v in outcome.items() if k != "error"}
+        async def publish_url(_url: str) -> None:
+            running.url_known.set()  # auth is "pending" with the URL: the event went out
+
+        try:
+            await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
+        except LoginFailed as exc:
+            running.error = exc
+        finally:
+            running.url_known.set()
+            running.done.set()
+
+    def _wanted(self, auth: ServerAuth) -> anyio.Event:
+        """A session needs a login (step-up, or none yet): start it; its end, to wait on."""
+        return self._begin(auth).done
 
     def _expanded(self, name: str, config: ServerConfig) -> ServerConfig:
         """``config`` as the pool connects it: the same URL key, the real secrets."""

@@ -66,6 +66,8 @@ class ServerAuth:
         self.step_up_scope: str | None = None
         # The client-credentials grant (no person): run instead of a refresh or a login.
         self.machine: Callable[[], Awaitable[None]] | None = None
+        # Starts a login (or joins the running one) for a session; set when it can.
+        self.request_login: Callable[[], anyio.Event] | None = None
 
     # -- status -----------------------------------------------------------------------------
     def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
