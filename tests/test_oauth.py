@@ -346,3 +346,26 @@ async def test_step_up_on_403_insufficient_scope_retries_once(rig: Rig) -> None:
     ]
     assert "pending" in rig.changes
     assert auth.status()["scopes"] == ["mcp", "admin"]
+
+
+async def test_metadata_less_2025_03_26_server(tmp_path: Path) -> None:
+    sock = listening_socket()
+    app, auth_as, url = build(sock.getsockname()[1], legacy=True)
+    with sock:
+        async with anyio.create_task_group() as tg, httpx2.AsyncClient(timeout=10) as http:
+            tg.start_soon(serve, app, sock)
+            rig = Rig(auth_as, url, tmp_path, http, tg, [])
+            auth = rig.server_auth()
+            await rig.login(auth)  # no metadata: S256 is the 2025-03-26 default, not refused
+            assert auth_as.events == [
+                "register client_secret_post",
+                "authorize scopes=",
+                "token(code)",
+            ]
+            base = url.removesuffix("/mcp")
+            assert auth.state["as"]["token_endpoint"] == f"{base}/token"
+            expire(auth)
+            async with sessions(auth, 1) as (session,):
+                assert (await session.call_tool("whoami", {})).is_error is False
+            assert auth_as.events[-1] == "refresh"
+            tg.cancel_scope.cancel()

@@ -49,6 +49,7 @@ class FakeAS:
         self.fail_refresh, self.skew, self.hide_s256 = False, 0, False
         self.machine_secrets: dict[str, str] = {}
         self.machine_keys: dict[str, str] = {}
+        self.legacy = False
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -85,7 +86,10 @@ class FakeAS:
         )
         self.events.append(f"authorize scopes={' '.join(params.scopes or [])}")
         return construct_redirect_uri(
-            str(params.redirect_uri), code=code, state=params.state, iss=self.issuer
+            str(params.redirect_uri),
+            code=code,
+            state=params.state,
+            iss=None if self.legacy else self.issuer,  # no metadata: no RFC 9207
         )
 
     async def load_authorization_code(
@@ -165,10 +169,16 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def build(port: int, **knobs: Any) -> tuple[Any, FakeAS, str]:
-    """(ASGI app, AS, MCP URL): tools ``whoami`` (scope mcp) and ``admin_tool``."""
+def build(port: int, *, legacy: bool = False, **knobs: Any) -> tuple[Any, FakeAS, str]:
+    """(ASGI app, AS, MCP URL): tools ``whoami`` (scope mcp) and ``admin_tool``.
+
+    ``legacy``: a 2025-03-26 server: no metadata at all (every well-known answers 404), so a
+    client falls back to ``/authorize``, ``/token`` and ``/register`` at the origin and may omit
+    ``resource``.
+    """
     base = f"http://127.0.0.1:{port}"
     provider = FakeAS(base, **knobs)
+    provider.legacy = legacy
     server = MCPServer(
         "protected",
         auth_server_provider=provider,
@@ -176,7 +186,7 @@ def build(port: int, **knobs: Any) -> tuple[Any, FakeAS, str]:
             issuer_url=base,
             resource_server_url=f"{base}/mcp",
             required_scopes=["mcp"],
-            validate_token_resource=True,
+            validate_token_resource=not legacy,
             client_registration_options=ClientRegistrationOptions(
                 enabled=True, valid_scopes=["mcp", "admin"]
             ),
@@ -268,6 +278,8 @@ class _Extras:
         return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
 
     async def _metadata(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.provider.legacy and scope["type"] == "http" and "/.well-known/" in scope["path"]:
+            return await _reply(send, 404, {"error": "not_found"})
         wanted = scope["type"] == "http" and scope["path"].startswith(
             "/.well-known/oauth-authorization-server"
         )
