@@ -299,6 +299,7 @@ def test_diff_separates_connection_and_policy_changes() -> None:
         "cwd",
         "url",
         "headers",
+        "oauth",
     }
 
 
@@ -354,9 +355,14 @@ def test_an_unset_variable_without_default_is_an_error_naming_it() -> None:
     with pytest.raises(UnsetVariable) as caught:
         expand("a ${NOPE} b", ENV, "docs.headers.Authorization")
     assert caught.value.variable == "NOPE"
-    assert caught.value.message == (
-        "docs.headers.Authorization: environment variable ${NOPE} is not set"
+    message = caught.value.message
+    assert message.startswith(
+        "docs.headers.Authorization: environment variable ${NOPE} is not set in meworkd's "
+        "environment"
     )
+    # It says how to set it for a user service, not only that it is missing.
+    assert "systemctl --user set-environment NOPE=" in message
+    assert "EnvironmentFile=" in message and "envFile" in message
     assert caught.value.kind == "unset_variable"
     assert isinstance(caught.value, InvalidSettings)
 
@@ -406,7 +412,7 @@ def test_expand_server_expands_every_connection_field_and_nothing_else() -> None
 def test_expand_server_names_server_field_and_variable(raw: dict[str, object], where: str) -> None:
     with pytest.raises(UnsetVariable) as caught:
         expand_server("fs", parse_server("fs", raw), {})
-    assert caught.value.message == f"{where}: environment variable ${{NOPE}} is not set"
+    assert caught.value.message.startswith(f"{where}: environment variable ${{NOPE}} is not set")
 
 
 def test_server_config_is_hashable_by_connection_key() -> None:

@@ -20,6 +20,7 @@ TOPICS = frozenset(
         "server.changed",
         "settings.reloaded",
         "settings.invalid",
+        "server.auth",
         "server.log",
         "server.status",
         "turn.progress",

@@ -35,7 +35,7 @@ from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
-from meworkd.mcp import PidLedger, SessionPool
+from meworkd.mcp import AuthRegistry, PidLedger, SessionPool
 from meworkd.rpc.api import Live, Services, build_table
 from meworkd.rpc.dispatch import Dispatcher
 from meworkd.rpc.server import RpcServer
@@ -72,9 +72,15 @@ class Daemon:
         self.store.add_listener(self._on_settings)
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
+        self.auth = AuthRegistry(
+            paths.state_dir,
+            self.bus,
+            self.environ,
+            on_tokens=lambda: self._refresh_secrets(self.store.settings),
+        )
         self.asks = ServerAsks(self.bus, self.store, self.logs, self._roots)
         self.pool = SessionPool(
-            self.environ, self.logs.writer, self.ledger, self.bus, host=self.asks
+            self.environ, self.logs.writer, self.ledger, self.bus, self.auth, host=self.asks
         )
         self.approvals = Approvals(self.bus, self.redactor.redact)
         self.inventory = Inventory()
@@ -84,6 +90,7 @@ class Daemon:
         self.services = Services(
             store=self.store,
             pool=self.pool,
+            auth=self.auth,
             approvals=self.approvals,
             asks=self.asks,
             logs=self.logs,
@@ -165,6 +172,7 @@ class Daemon:
     async def _serve(self, listener: SocketListener, task_status: TaskStatus[None]) -> None:
         async with anyio.create_task_group() as backend:
             await backend.start(self.store.watch)
+            await backend.start(self.auth.run)
             await backend.start(self.pool.run, self.store.settings)
             await backend.start(self.live().state.run_audit_writer)
             backend.start_soon(self._signals)
@@ -212,6 +220,7 @@ class Daemon:
         secrets: list[str] = []
         for config in settings.servers.values():
             secrets += secret_values(config, self.environ)
+        secrets += self.auth.secrets()  # OAuth tokens and client secrets (never logged)
         # A process started with a secret the settings just dropped (a rotated token) may still
         # print it, at exit say: it stays known until every session alive now has closed.
         running = [session.closed for session in self.pool.sessions]

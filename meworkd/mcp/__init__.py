@@ -4,6 +4,7 @@ Everything above it uses these names and sees plain data and MeworkError subclas
 """
 
 from meworkd.mcp.asks import CURRENT_CALL, AskOrigin, ServerAsksHost
+from meworkd.mcp.auth import AUTH_TOPIC, AuthRegistry, LoginFailed, LoginRequired
 from meworkd.mcp.errors import InvalidListing, SessionGone, TalkFailed, call_failure_text
 from meworkd.mcp.inspect import (
     InspectionRequest,
@@ -22,12 +23,16 @@ from meworkd.mcp.session import McpSession, SessionState
 from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools
 
 __all__ = [
+    "AUTH_TOPIC",
     "CURRENT_CALL",
     "AskOrigin",
+    "AuthRegistry",
     "CallClock",
     "InspectionRequest",
     "InvalidListing",
     "LogWriter",
+    "LoginFailed",
+    "LoginRequired",
     "McpSession",
     "PeerInfo",
     "PidLedger",

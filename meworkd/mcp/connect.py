@@ -34,8 +34,12 @@ async def open_transport(
     *,
     on_stderr: Callable[[str], None],
     on_spawn: Callable[[int], None],
+    auth: Any = None,
 ) -> AsyncIterator[Connected]:
-    """Open ``config``'s transport (stdio or Streamable HTTP); closed on exit."""
+    """Open ``config``'s transport (stdio or Streamable HTTP); closed on exit.
+
+    ``auth``: an HTTP server's OAuth (``httpx2.Auth``, :class:`meworkd.mcp.auth.BearerAuth`).
+    """
     connected = Connected()
     if config.type == "stdio":
         async with open_stdio(
@@ -48,5 +52,5 @@ async def open_transport(
             yield connected
     else:
         connected.http = HttpErrors()
-        async with open_http(config, connected.http) as (connected.read, connected.write):
+        async with open_http(config, connected.http, auth) as (connected.read, connected.write):
             yield connected

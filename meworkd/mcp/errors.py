@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import clip_redacted
 from meworkd.base.procgroup import STREAM_ERRORS
+from meworkd.mcp.auth.registry import uses_oauth
 from meworkd.mcp.http import HTTP_ERROR_TEXT, HttpErrors
 from meworkd.mcp.ledger import LedgerUnwritable
 from meworkd.settings import ServerConfig
@@ -176,6 +177,9 @@ def startup_failure(
             "address ending in /mcp instead of /sse)"
         )
     if reason == "protocol_error" and http is not None and http.last is not None:
+        if http.last[0] == 401 and uses_oauth(config):
+            # An OAuth server without a (valid) login: servers.login fixes it (issue 16).
+            return "auth_required", "the server needs a login (servers.login)"
         # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
         status, body = http.last
         text = clip_redacted(body, HTTP_ERROR_TEXT, secrets)

@@ -65,6 +65,7 @@ def _tls_context() -> ssl.SSLContext:
 def http_client_for(
     config: ServerConfig,
     on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
     # httpx2's default 5 s read timeout would cut long tool calls short with a misleading error.
     read = max(300.0, config.timeout * 2)
@@ -73,13 +74,19 @@ def http_client_for(
         timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT, read=read),
         verify=_tls_context(),
         follow_redirects=False,
+        auth=auth,
         event_hooks={"response": [on_response]} if on_response is not None else None,
     )
 
 
 @asynccontextmanager
-async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's read and write streams to ``config.url``; error responses go into ``errors``."""
+async def open_http(
+    config: ServerConfig, errors: HttpErrors, auth: httpx2.Auth | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's read and write streams to ``config.url``; error responses go into ``errors``.
+
+    ``auth``: the server's OAuth (:class:`meworkd.mcp.auth.BearerAuth`), shared login state.
+    """
     assert config.url is not None
 
     async def record_error(response: httpx2.Response) -> None:
@@ -103,7 +110,7 @@ async def open_http(config: ServerConfig, errors: HttpErrors) -> AsyncIterator[t
             errors.session_forgotten = True
 
     async with (
-        http_client_for(config, on_response=record_error) as http,
+        http_client_for(config, on_response=record_error, auth=auth) as http,
         streamable_http_client(config.url, http_client=http, max_sse_event_size=MESSAGE_LIMIT) as (
             read,
             write,

@@ -19,6 +19,7 @@ from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.mcp.asks import ServerAsksHost
+from meworkd.mcp.auth import AuthRegistry
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
@@ -56,9 +57,11 @@ class SessionPool:
         writer: LogWriter,
         ledger: PidLedger,
         bus: EventBus,
+        auth: AuthRegistry | None = None,
         host: ServerAsksHost | None = None,
     ) -> None:
         self._environ = dict(environ)
+        self._auth = auth  # OAuth logins shared by every session of a server
         self._host = host  # what every session's server may ask of (None: nothing)
         self._writer = writer
         self._ledger = ledger
@@ -194,6 +197,7 @@ class SessionPool:
             on_exit=self._ledger.remove,
             secrets=secret_values(config, self._environ),
             host=self._host,
+            auth=None if self._auth is None else self._auth.bearer(server, expanded),
         )
         try:
             await self._tg.start(self._own, session)

@@ -100,6 +100,7 @@ class McpSession:
         on_spawn: Callable[[int], None] = lambda _pid: None,
         on_exit: Callable[[int], None] = lambda _pid: None,
         secrets: Sequence[str] = (),
+        auth: Any = None,
         host: ServerAsksHost | None = None,
     ) -> None:
         self.server = server
@@ -110,6 +111,7 @@ class McpSession:
         self._on_spawn = on_spawn
         self._on_exit = on_exit
         self._secrets = secrets  # the server's own, out of what its failure quotes
+        self._auth = auth  # HTTP: the server's shared OAuth login (an httpx2.Auth), or None
         self.state = SessionState.CONNECTING
         self.pid: int | None = None
         self.protocol_version: str | None = None
@@ -156,7 +158,11 @@ class McpSession:
             async with AsyncExitStack() as stack:
                 connected = await stack.enter_async_context(
                     open_transport(
-                        self.config, self._environ, on_stderr=self._stderr, on_spawn=self._spawned
+                        self.config,
+                        self._environ,
+                        on_stderr=self._stderr,
+                        on_spawn=self._spawned,
+                        auth=self._auth,
                     )
                 )
                 self._connected = connected

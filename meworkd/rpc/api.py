@@ -7,6 +7,7 @@ groups, which import :mod:`meworkd.rpc.services`, must not import their aggregat
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.methods import (
     approvals,
+    auth,
     conversations,
     daemon,
     elicitations,
@@ -28,6 +29,7 @@ _GROUPS = (
     settings,
     servers,
     probe,
+    auth,
     presets,
     conversations,
     turns,

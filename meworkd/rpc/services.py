@@ -16,6 +16,7 @@ from meworkd.core.inspect import Inventory
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
+from meworkd.mcp import AuthRegistry
 from meworkd.mcp.pool import SessionPool
 from meworkd.settings.store import SettingsStore
 
@@ -50,6 +51,7 @@ class Counts(NamedTuple):
 class Services:
     store: SettingsStore
     pool: SessionPool
+    auth: AuthRegistry
     approvals: Approvals
     asks: ServerAsks
     logs: ServerLogs

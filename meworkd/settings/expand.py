@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import msgspec
 
 from meworkd.base.errors import InvalidSettings
-from meworkd.settings.model import ServerConfig
+from meworkd.settings.model import OAuthConfig, ServerConfig
 
 __all__ = ["VARIABLE", "UnsetVariable", "expand", "expand_server"]
 
@@ -59,4 +59,22 @@ def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -
         cwd=one(config.cwd, "cwd"),
         url=one(config.url, "url"),
         headers={k: expand(v, environ, f"{name}.headers.{k}") for k, v in config.headers.items()},
+        oauth=_expand_oauth(name, config.oauth, environ),
+    )
+
+
+def _expand_oauth(
+    name: str, oauth: OAuthConfig | bool | None, environ: Mapping[str, str]
+) -> OAuthConfig | bool | None:
+    """``${VAR}`` is allowed in the two secret fields of ``oauth`` only."""
+    if not isinstance(oauth, OAuthConfig):
+        return oauth
+
+    def one(value: str | None, key: str) -> str | None:
+        return None if value is None else expand(value, environ, f"{name}.oauth.{key}")
+
+    return msgspec.structs.replace(
+        oauth,
+        client_secret=one(oauth.client_secret, "clientSecret"),
+        private_key=one(oauth.private_key, "privateKey"),
     )

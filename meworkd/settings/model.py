@@ -18,7 +18,9 @@ __all__ = [
     "DEFAULT_DOCUMENT",
     "DEFAULT_TIMEOUT_SECONDS",
     "LOG_LEVELS",
+    "OAUTH_GRANTS",
     "McpOptions",
+    "OAuthConfig",
     "Preset",
     "ServerConfig",
     "ServerInfo",
@@ -29,13 +31,43 @@ DEFAULT_TIMEOUT_SECONDS = 60
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # Fields whose change needs a new connection; every other field applies to live sessions.
-CONNECTION_FIELDS = ("type", "command", "args", "env", "envFile", "cwd", "url", "headers")
+CONNECTION_FIELDS = (
+    "type",
+    "command",
+    "args",
+    "env",
+    "envFile",
+    "cwd",
+    "url",
+    "headers",
+    "oauth",
+)
+# The ``grant`` values an ``oauth`` object may name.
+OAUTH_GRANTS = ("authorization_code", "client_credentials")
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
     name: str | None = None
     version: str | None = None
     tested_at: str | None = None
+
+
+class OAuthConfig(
+    Struct, rename="camel", omit_defaults=True, frozen=True, forbid_unknown_fields=True
+):
+    """An HTTP entry's ``oauth`` object: how meworkd logs in to that server (every field optional).
+
+    ``client_secret`` and ``private_key`` may hold ``${VAR}`` and are secrets (settings.secrets).
+    """
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    scopes: tuple[str, ...] = ()
+    redirect_port: int | None = None
+    grant: str = "authorization_code"
+    private_key: str | None = None
+    signing_algorithm: str | None = None
 
 
 class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -59,6 +91,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     server_info: ServerInfo | None = None
     # logging/setLevel sent when a session opens (a change applies to new sessions).
     log_level: str | None = None
+    # None: log in when a 401 asks for it; False: never; an object: how to log in.
+    oauth: OAuthConfig | bool | None = None
 
     @property
     def timeout(self) -> float:
@@ -74,6 +108,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),
+            self.oauth,
         )
 
 

@@ -14,7 +14,15 @@ import msgspec
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
-from meworkd.settings.model import LOG_LEVELS, McpOptions, Preset, ServerConfig, Settings
+from meworkd.settings.model import (
+    LOG_LEVELS,
+    OAUTH_GRANTS,
+    McpOptions,
+    OAuthConfig,
+    Preset,
+    ServerConfig,
+    Settings,
+)
 
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
@@ -231,9 +239,41 @@ def parse_server(name: str, raw: object) -> ServerConfig:
         problems.append(f"{name}.timeoutSeconds: expected int > 0")
     if config.log_level is not None and config.log_level not in LOG_LEVELS:
         problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
+    problems += _oauth_problems(name, kind, config.oauth)
     if problems:
         raise InvalidSettings("; ".join(problems), problems)
     return config
+
+
+def _oauth_problems(name: str, kind: str, oauth: OAuthConfig | bool | None) -> list[str]:
+    """What is wrong with an entry's ``oauth`` field (an object or ``false``)."""
+    where = f"{name}.oauth"
+    if oauth is None or oauth is False:
+        return []
+    if oauth is True:
+        return [f"{where}: expected an object or false (true is the default: leave it out)"]
+    assert isinstance(oauth, OAuthConfig)
+    if kind == "stdio":
+        return [f"{where}: only a streamable_http server logs in with OAuth"]
+    problems: list[str] = []
+    if oauth.grant not in OAUTH_GRANTS:
+        problems.append(f"{where}.grant: expected one of {', '.join(OAUTH_GRANTS)}")
+    port = oauth.redirect_port
+    if port is not None and not 1 <= port <= 65535:
+        problems.append(f"{where}.redirectPort: expected a port number from 1 to 65535")
+    url = oauth.client_metadata_url
+    if url is not None and not re.match(r"^https://[^/]+/.", url):
+        problems.append(f"{where}.clientMetadataUrl: expected an https:// URL with a path")
+    if oauth.grant == "client_credentials":
+        if not oauth.client_id:
+            problems.append(f"{where}.clientId: required for the client_credentials grant")
+        if not (oauth.client_secret or oauth.private_key):
+            problems.append(
+                f"{where}: the client_credentials grant needs clientSecret or privateKey"
+            )
+    if oauth.client_secret and oauth.private_key:
+        problems.append(f"{where}: give clientSecret or privateKey, not both")
+    return problems
 
 
 def parse_mcp_options(raw: object) -> McpOptions:

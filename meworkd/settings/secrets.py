@@ -22,11 +22,12 @@ from urllib.parse import quote
 from meworkd.base.log import REDACTED
 from meworkd.settings.envfile import EnvFileUnreadable, read_env_file
 from meworkd.settings.expand import VARIABLE, UnsetVariable, expand
-from meworkd.settings.model import ServerConfig
+from meworkd.settings.model import OAuthConfig, ServerConfig
 
 __all__ = [
     "DESCRIPTIVE_HEADERS",
     "MASK",
+    "OAUTH_SECRET_FIELDS",
     "SECRET_WORDS",
     "carries_mask",
     "is_secret_name",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 MASK = "********"
+# The fields of an ``oauth`` object that hold secrets (the rest is shown as is).
+OAUTH_SECRET_FIELDS = ("clientSecret", "privateKey")
 # Words that make an env name a secret's, as a whole word of it (plural too): GITHUB_PAT,
 # apiKey, X_AUTH_TOKENS are secret; PATH, NODE_ENV, MONKEY, KEYBOARD_LAYOUT are not.
 SECRET_WORDS = frozenset(
@@ -93,6 +96,8 @@ def _whole_is_secret(kind: str, name: str, value: str) -> bool:
     """Whether the whole value of ``kind`` (env, headers or url) ``name`` is a secret."""
     if kind == "url":
         return False  # only what ${VAR} puts into it
+    if kind == "oauth":
+        return True  # only its secret fields are listed (OAUTH_SECRET_FIELDS)
     if VARIABLE.search(value):
         return True
     if kind == "env":
@@ -129,6 +134,11 @@ def _fields(entry: Mapping[str, Any]) -> Iterator[tuple[str, str, object]]:
                 yield kind, name, value
     if "url" in entry:
         yield "url", "url", entry["url"]
+    oauth = entry.get("oauth")
+    if isinstance(oauth, dict):
+        for name in OAUTH_SECRET_FIELDS:
+            if name in oauth:
+                yield "oauth", name, oauth[name]
 
 
 def masked_entry(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,6 +149,11 @@ def masked_entry(raw: Mapping[str, Any]) -> dict[str, Any]:
             out[kind] = {k: mask_value(kind, k, v) for k, v in raw[kind].items()}
     if "url" in raw:
         out["url"] = mask_value("url", "url", raw["url"])
+    if isinstance(raw.get("oauth"), dict):
+        oauth = out["oauth"] = dict(raw["oauth"])
+        for name in OAUTH_SECRET_FIELDS:
+            if name in oauth:
+                oauth[name] = mask_value("oauth", name, oauth[name])
     return out
 
 
@@ -160,6 +175,14 @@ def restore_masked(entry: Mapping[str, Any], stored: Mapping[str, Any] | None) -
             }
     if "url" in entry and _is_mask_of("url", "url", entry["url"], stored.get("url")):
         out["url"] = stored["url"]
+    sent_oauth, kept_oauth = entry.get("oauth"), stored.get("oauth")
+    if isinstance(sent_oauth, dict) and isinstance(kept_oauth, dict):
+        out["oauth"] = {
+            k: kept_oauth[k]
+            if k in OAUTH_SECRET_FIELDS and _is_mask_of("oauth", k, v, kept_oauth.get(k))
+            else v
+            for k, v in sent_oauth.items()
+        }
     return out
 
 
@@ -216,6 +239,12 @@ def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]
     places += [("headers", k, v) for k, v in config.headers.items()]
     if config.url is not None:
         places.append(("url", "url", config.url))
+    if isinstance(config.oauth, OAuthConfig):
+        secrets = {
+            "clientSecret": config.oauth.client_secret,
+            "privateKey": config.oauth.private_key,
+        }
+        places += [("oauth", k, v) for k, v in secrets.items() if v is not None]
     for kind, name, value in places:
         parts = set(_expansions(value, environ))
         if kind == "url":

@@ -14,6 +14,7 @@ from mework_protocol.address import default_socket_path
 from mework_client import __version__
 from mework_client.ctl import (
     approvals,
+    auth,
     conv,
     daemon,
     presets,
@@ -70,6 +71,7 @@ COMMANDS: tuple[Command, ...] = (
     *servers_edit.COMMANDS,
     *servers_probe.COMMANDS,
     *servers_inspect.COMMANDS,
+    *auth.COMMANDS,
     *presets.COMMANDS,
     *conv.COMMANDS,
     *turn.COMMANDS,

@@ -48,6 +48,8 @@ def describe(s: Services, name: str) -> dict[str, Any]:
             disabledAutoApproveTools=list(config.disabled_auto_approve_tools),
             serverInfo=msgspec.to_builtins(config.server_info) if config.server_info else None,
         )
+        if (auth := s.auth.status(name, config)) is not None:
+            out["auth"] = auth  # OAuth state, scopes, expiry; never a token
     if error is not None:
         out["error"] = error
     return out

@@ -1,0 +1,67 @@
+"""The ``httpx2.Auth`` of every pooled HTTP session of a server that logs in with OAuth.
+
+meworkd's, in place of the SDK's provider on sessions (notes/oauth.md G5, G7, G10): it only
+adds the server's current token, refreshes once on a 401 through the shared
+:class:`~.server.ServerAuth` (single-flight there), and never starts a login or raises inside
+the transport. A 401 it cannot cure passes through: the request fails and the server's state
+becomes ``required``. A 403 ``insufficient_scope`` notes the scope a step-up login must ask for.
+"""
+
+from collections.abc import AsyncGenerator
+
+import httpx2
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
+
+from meworkd.base.errors import ServerUnavailable
+from meworkd.mcp.auth.server import ServerAuth
+
+__all__ = ["BearerAuth"]
+
+
+class BearerAuth(httpx2.Auth):
+    def __init__(self, server: ServerAuth) -> None:
+        self.server = server
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        try:
+            token = await self.server.token()
+        except (ServerUnavailable, httpx2.HTTPError):
+            # No login (yet): the request goes as is. A server that needs none answers it; one
+            # that does answers 401 (``required``), which fails this request, never a browser.
+            response = yield request
+            # A DELETE ends a session (after a logout, say): its 401 asks for nothing.
+            wants_login = response.status_code == 401 and request.method != "DELETE"
+            if wants_login and self.server.phase != "pending":
+                self.server.set_phase("required", self.server.error)
+            return
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 403:
+            if extract_field_from_www_auth(response, "error") != "insufficient_scope":
+                return
+            if not await self._stepped_up(response):
+                return
+            request.headers["Authorization"] = f"Bearer {self.server.current()}"
+            yield request  # once: a second 403 is the call's answer
+            return
+        if response.status_code != 401:
+            return
+        try:
+            token = await self.server.token(rejected=token)
+        except (ServerUnavailable, httpx2.HTTPError):
+            return
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+    async def _stepped_up(self, response: httpx2.Response) -> bool:
+        """Ask for the union of granted and challenged scopes (a login: ``server.auth``
+        ``pending`` with the URL) and wait for it; the call's own timeout bounds the wait."""
+        if self.server.request_login is None:
+            return False
+        granted = (self.server.state.get("tokens") or {}).get("scope")
+        wanted = extract_field_from_www_auth(response, "scope")
+        self.server.step_up_scope = union_scopes(granted, wanted)
+        await self.server.request_login().wait()
+        return self.server.phase == "authorized" and self.server.current() is not None

@@ -1,0 +1,243 @@
+"""One server's login, shared by every session of it: tokens, refresh, logout, and its state.
+
+This is meworkd's, not the SDK's. The SDK's ``OAuthClientProvider`` is right for the
+interactive login (:mod:`.login` uses it) but wrong for pooled sessions (notes/oauth.md G2-G10):
+it forgets a stored token's expiry, never refreshes on a 401, refreshes to a guessed endpoint,
+serializes requests behind a per-provider lock, and starts a browser login inside a failing
+tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on the one
+:class:`ServerAuth`, which
+
+* persists tokens with an absolute expiry, the registration and the AS's endpoints (:mod:`.store`);
+* refreshes single-flight under one lock, a little before expiry, or once on a 401;
+* on ``invalid_grant`` drops the tokens once and moves to ``required`` (no loop, no browser);
+  on ``invalid_client`` also drops the registration, so the next login registers again;
+* revokes (RFC 7009) on logout where the AS advertises it.
+"""
+
+import base64
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx2
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from meworkd.base.errors import ServerUnavailable
+from meworkd.mcp.auth.store import AuthFile
+
+__all__ = ["AUTH_STATES", "AuthStatus", "LoginRequired", "ServerAuth"]
+
+AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
+REFRESH_LEEWAY_MAX = 60.0  # seconds before expiry a token is refreshed (clock skew, latency)
+_DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
+
+AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
+
+
+class LoginRequired(ServerUnavailable):
+    """The server needs a login (no tokens, or the refresh token was refused)."""
+
+    kind = "auth_required"
+
+
+class ServerAuth:
+    """The OAuth state of one server URL (see the module)."""
+
+    def __init__(
+        self,
+        server_url: str,
+        file: AuthFile,
+        http: httpx2.AsyncClient,
+        on_change: Callable[["ServerAuth"], None] = lambda _a: None,
+    ) -> None:
+        self.server_url = server_url
+        self.file = file
+        self.http = http
+        self.on_change = on_change
+        self.state: dict[str, Any] = file.load()
+        self.lock = anyio.Lock()
+        self.refreshes = 0
+        self.phase = "authorized" if self.state.get("tokens") else "none"
+        self.error: str | None = None
+        self.authorization_url: str | None = None
+        # Set from a 403 insufficient_scope challenge: what the next login asks for.
+        self.step_up_scope: str | None = None
+        # The client-credentials grant (no person): run instead of a refresh or a login.
+        self.machine: Callable[[], Awaitable[None]] | None = None
+        # Starts a login (or joins the running one) for a session; set when it can.
+        self.request_login: Callable[[], anyio.Event] | None = None
+
+    # -- status -----------------------------------------------------------------------------
+    def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
+        """Move to ``phase``; listeners hear of a change only (not of every failed call)."""
+        assert phase in AUTH_STATES
+        changed = (phase, error, url) != (self.phase, self.error, self.authorization_url)
+        self.phase, self.error, self.authorization_url = phase, error, url
+        if changed:
+            self.on_change(self)
+
+    def status(self) -> AuthStatus:
+        """What servers.get shows: state, granted scopes, expiry, error; never a token."""
+        out: AuthStatus = {"state": self.phase}
+        tokens = self.state.get("tokens") or {}
+        if tokens.get("scope"):
+            out["scopes"] = tokens["scope"].split()
+        if tokens.get("expires_at"):
+            out["expiresAt"] = tokens["expires_at"]
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self) -> None:
+        self.file.save(self.state)
+
+    def store_tokens(self, token: OAuthToken) -> None:
+        old = self.state.get("tokens") or {}
+        self.state["tokens"] = {
+            "access_token": token.access_token,
+            # An AS that does not rotate leaves the refresh token out: keep the one we have.
+            "refresh_token": token.refresh_token or old.get("refresh_token"),
+            "scope": token.scope or old.get("scope"),
+            # Absolute, so a restart knows it (the SDK keeps only the relative expires_in: G2).
+            "expires_at": time.time() + token.expires_in if token.expires_in else None,
+            "lifetime": token.expires_in,
+        }
+        self.save()
+
+    # -- the SDK's TokenStorage protocol, used only by the login flow -----------------------
+    async def get_tokens(self) -> OAuthToken | None:
+        return None  # a login always starts from scratch
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.store_tokens(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        client = self.state.get("client")
+        return OAuthClientInformationFull.model_validate(client) if client else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.state["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        self.save()
+
+    # -- tokens for sessions ----------------------------------------------------------------
+    def _fresh(self) -> str | None:
+        tokens = self.state.get("tokens")
+        if not tokens:
+            return None
+        expires_at = tokens.get("expires_at")
+        if expires_at is None:  # no expires_in: use it until the server answers 401
+            return str(tokens["access_token"])
+        leeway = min(REFRESH_LEEWAY_MAX, (tokens.get("lifetime") or 240) / 4)
+        return str(tokens["access_token"]) if expires_at - time.time() > leeway else None
+
+    def current(self) -> str | None:
+        """The stored access token, fresh or not (None when logged out)."""
+        tokens = self.state.get("tokens")
+        return str(tokens["access_token"]) if tokens else None
+
+    async def token(self, *, rejected: str | None = None) -> str:
+        """A usable access token; one refresh at most for all concurrent callers.
+
+        ``rejected``: the token a server just answered 401 to; refreshed unless someone else
+        already replaced it. Raises :class:`LoginRequired` when only a login can help.
+        """
+        async with self.lock:
+            tokens = self.state.get("tokens")
+            if not tokens and self.machine is not None:
+                await self.machine()
+                return str(self.state["tokens"]["access_token"])
+            if not tokens:
+                raise LoginRequired(f"{self.server_url} needs a login")
+            if rejected is None and (fresh := self._fresh()):
+                return fresh
+            if rejected is not None and tokens["access_token"] != rejected:
+                return str(tokens["access_token"])  # refreshed while this caller waited
+            await self._refresh()
+            return str(self.state["tokens"]["access_token"])
+
+    async def _refresh(self) -> None:
+        tokens, endpoints = self.state["tokens"], self.state.get("as") or {}
+        if not tokens.get("refresh_token") and self.machine is not None:
+            await self.machine()
+            return
+        if not tokens.get("refresh_token") or not endpoints.get("token_endpoint"):
+            # Never a guessed endpoint (G4): without the discovered one only a login helps.
+            raise self._drop("no refresh token")
+        data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+        if endpoints.get("resource"):
+            data["resource"] = endpoints["resource"]
+        self.refreshes += 1
+        response = await self.http.post(
+            endpoints["token_endpoint"], data=data, headers=self.client_auth(data)
+        )
+        if response.status_code == 200:
+            self.store_tokens(OAuthToken.model_validate_json(response.content))
+            self.set_phase("authorized")
+            return
+        error = _oauth_error(response)
+        if error in _DEAD_GRANT:
+            if error != "invalid_grant":
+                self.state.pop("client", None)  # the AS forgot us: the next login registers
+            raise self._drop(f"the authorization server refused the refresh ({error})")
+        raise LoginRequired(f"refreshing the token failed (HTTP {response.status_code})")
+
+    def client_auth(self, data: dict[str, str]) -> dict[str, str]:
+        """Client authentication as registered: none, client_secret_post or client_secret_basic."""
+        client = self.state.get("client") or {}
+        if "client_id" not in client:
+            return {}
+        if client.get("token_endpoint_auth_method") == "client_secret_basic":
+            pair = (
+                f"{quote(client['client_id'], safe='')}:{quote(client['client_secret'], safe='')}"
+            )
+            return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+        data["client_id"] = client["client_id"]
+        if client.get("client_secret"):
+            data["client_secret"] = client["client_secret"]
+        return {}
+
+    def _drop(self, why: str) -> LoginRequired:
+        """Forget the dead tokens once (stored too) and say a login is needed."""
+        self.state.pop("tokens", None)
+        self.save()
+        self.set_phase("required", why)
+        return LoginRequired(f"{self.server_url} needs a login: {why}")
+
+    async def logout(self) -> bool:
+        """Revoke where advertised (best effort), then forget the tokens; keep the registration.
+
+        Returns whether the AS accepted a revocation.
+        """
+        async with self.lock:
+            tokens = self.state.get("tokens") or {}
+            endpoint = (self.state.get("as") or {}).get("revocation_endpoint")
+            revoked = False
+            for hint in ("refresh_token", "access_token"):
+                if tokens.get(hint) and endpoint:
+                    data = {"token": tokens[hint], "token_type_hint": hint}
+                    try:
+                        reply = await self.http.post(
+                            endpoint, data=data, headers=self.client_auth(data)
+                        )
+                        revoked = revoked or reply.status_code == 200
+                    except httpx2.HTTPError:
+                        pass  # revocation is best effort; the tokens are forgotten anyway
+            self.state.pop("tokens", None)
+            self.save()
+            self.set_phase("none")
+            return revoked
+
+
+def _oauth_error(response: httpx2.Response) -> str | None:
+    """The ``error`` code of an OAuth error reply (RFC 6749 §5.2), if it has one."""
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, str) else None
