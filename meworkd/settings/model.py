@@ -6,7 +6,7 @@ The document itself stays a plain ``dict`` (so unknown keys survive rewrites, in
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
@@ -16,6 +16,7 @@ from meworkd.settings.hooks import HookSet
 __all__ = [
     "CONNECTION_FIELDS",
     "DEFAULT_DOCUMENT",
+    "DEFAULT_MAX_LIVE_SESSIONS",
     "DEFAULT_TIMEOUT_SECONDS",
     "McpOptions",
     "Preset",
@@ -28,6 +29,7 @@ DEFAULT_TIMEOUT_SECONDS = 60
 
 # Fields whose change needs a new connection; every other field applies to live sessions.
 CONNECTION_FIELDS = ("type", "command", "args", "env", "cwd", "url", "headers")
+DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -53,6 +55,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     disabled_tools: tuple[str, ...] = ()
     disabled_auto_approve_tools: tuple[str, ...] = ()
     server_info: ServerInfo | None = None
+    # "shared": one session serves every conversation (stateless servers, by their author's word).
+    session_scope: Literal["conversation", "shared"] = "conversation"
 
     @property
     def timeout(self) -> float:
@@ -67,6 +71,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),
+            self.session_scope,  # a session opened for one scope must not serve the other
         )
 
 
@@ -77,6 +82,7 @@ class McpOptions(Struct, frozen=True):
     session_idle_minutes: float = 30.0
     max_reply_bytes: int = 65536
     approval_timeout_seconds: float = 600.0
+    max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -91,6 +97,7 @@ DEFAULT_DOCUMENT: dict[str, Any] = {
         "session_idle_minutes": 30,
         "max_reply_bytes": 65536,
         "approval_timeout_seconds": 600,
+        "max_live_sessions": DEFAULT_MAX_LIVE_SESSIONS,
     },
     "presets": {},
     "hooks": {"PermissionRequest": []},

@@ -220,7 +220,8 @@ def parse_mcp_options(raw: object) -> McpOptions:
         options = msgspec.convert(raw, McpOptions, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidSettings(_field_error("mcp", exc)) from None
-    for key in ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds"):
+    positive = ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds")
+    for key in (*positive, "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
     return options
