@@ -103,6 +103,17 @@ async def test_close_reasons_reload_and_conversation(short_tmp: Path) -> None:
         await wait_event(c, "server.status", status("k", "closed", conv, reason="conversation"))
 
 
+async def test_close_reason_idle(short_tmp: Path) -> None:
+    mcp = {"session_idle_minutes": 0.002}  # 0.12 s
+    async with (
+        start_daemon(short_tmp, {"k": kitchen()}, mcp=mcp) as (_daemon, sock),
+        connect(sock) as c,
+    ):
+        await c.subscribe(["server.status"])
+        conv = (await begin_turn(c, ["k"]))["conversationId"]
+        await wait_event(c, "server.status", status("k", "closed", conv, reason="idle"))
+
+
 async def test_shared_scope_one_session_calls_stay_per_conversation(short_tmp: Path) -> None:
     servers = {"k": kitchen(sessionScope="shared")}
     async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
