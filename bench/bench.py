@@ -862,6 +862,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     t_all = time.perf_counter()
     load0 = os.getloadavg()
     try:
+        # B4 measures 500 pooled sessions: mcp.max_live_sessions (issue 19) must not close them.
+        daemon.settings.parent.mkdir(parents=True, exist_ok=True)
+        daemon.settings.write_text(json.dumps({"mcp": {"max_live_sessions": 10_000}}))
+        daemon.settings.chmod(0o600)
         first_start = daemon.start()
         log(f"meworkd pid {daemon.pid} ready in {first_start * 1e3:.0f} ms ({root})")
         if MCPUSE_PYTHON.exists() and not args.no_peer and (want("B1") or want("B3")):

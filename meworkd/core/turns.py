@@ -22,6 +22,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
+from meworkd.core.definitions import Definitions
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
 from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, call_tool, list_tools
@@ -61,6 +62,7 @@ class Turns:
         self._bus = bus
         self._redact = redact
         self._turns: dict[str, Turn] = {}
+        self._definitions = Definitions()
         # No turn of an earlier run survives it: what it left unfinished was cut off.
         db.mark_interrupted()
 
@@ -224,7 +226,7 @@ class Turns:
         settings = self._store.settings
         selection = self._db.get_conversation(turn.conversation_id).mcp_servers
         gone = unbound(binding, settings, selection)
-        if gone is None and binding.definition != settings.servers[binding.server].connection_key():
+        if gone is None and binding.definition != self._definitions.of(settings, binding.server):
             config = settings.servers[binding.server]
             try:
                 listing = await self._pool.using(
