@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import ClientSession
 
-from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
+from meworkd.base.errors import InvalidSettings, MeworkError, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
@@ -159,7 +159,7 @@ class SessionPool:
             await self.get(conversation, server, config)
         except ShuttingDown:
             pass
-        except ServerUnavailable as exc:
+        except MeworkError as exc:  # any of ours: an error here would end the pool's task group
             self._publish_status(server, conversation, "failed", error=exc.message)
 
     async def using(
