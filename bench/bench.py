@@ -550,6 +550,66 @@ async def b3(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
     return rows
 
 
+# --- B7 turn start after conversations.prepare (issue 19) -------------------------------------
+
+
+async def b7(c: AsyncClient, daemon: DaemonProc, sz: Sizes) -> list[dict]:
+    """``conversations.prepare``, then (its servers connected) ``turns.begin``, vs a warm one."""
+    counter = iter(range(1_000_000))
+    warm_id = "b7-warm"
+    await c.call(
+        "conversations.create",
+        {"id": warm_id, "mcpServers": selected(), "approvalLevel": "full_access"},
+    )
+    await c.call("turns.begin", {"conversationId": warm_id})
+    async with connect(daemon.socket) as ev:
+        await ev.subscribe(["server.status"])
+
+        async def prepared(_r: int) -> list[float]:
+            baseline = {p.pid for p in daemon.children()}
+            cid = f"b7-{next(counter)}"
+            await c.call(
+                "conversations.create",
+                {"id": cid, "mcpServers": selected(), "approvalLevel": "full_access"},
+            )
+            pending = set(
+                (await c.call("conversations.prepare", {"conversationId": cid}))["connecting"]
+            )
+            with anyio.fail_after(120):
+                while pending:  # the user still typing: the servers connect meanwhile
+                    _topic, data = await ev.next_event("server.status")
+                    if data["conversation"] == cid and data["status"] == "connected":
+                        pending.discard(data["server"])
+            t = time.perf_counter()
+            turn = await c.call("turns.begin", {"conversationId": cid})
+            dt = time.perf_counter() - t
+            assert not turn["failures"], turn["failures"]
+            await c.call("conversations.delete", {"id": cid})
+            await wait_children_settle(daemon, baseline)
+            return [dt]
+
+        async def warm(_r: int) -> list[float]:
+            t = time.perf_counter()
+            await c.call("turns.begin", {"conversationId": warm_id})
+            return [time.perf_counter() - t]
+
+        p, w = await interleave(sz.b3_rounds, [prepared, warm])
+    await c.call("conversations.delete", {"id": warm_id})
+    return [
+        row(
+            "B7",
+            f"turns.begin after conversations.prepare vs warm ({N_SERVERS} servers)",
+            median(p) / median(w),
+            1.1,
+            "<=",
+            "x",
+            f"prepared {median(p) * 1e3:.1f} ms",
+            f"warm {median(w) * 1e3:.1f} ms",
+            {"prepared_ms": [x * 1e3 for x in p], "warm_ms": [x * 1e3 for x in w]},
+        )
+    ]
+
+
 # --- B4 scale: 500 pooled Streamable HTTP sessions ------------------------------------------
 
 
@@ -862,6 +922,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     t_all = time.perf_counter()
     load0 = os.getloadavg()
     try:
+        # B4 measures 500 pooled sessions: mcp.max_live_sessions (issue 19) must not close them.
+        daemon.settings.parent.mkdir(parents=True, exist_ok=True)
+        daemon.settings.write_text(json.dumps({"mcp": {"max_live_sessions": 10_000}}))
+        daemon.settings.chmod(0o600)
         first_start = daemon.start()
         log(f"meworkd pid {daemon.pid} ready in {first_start * 1e3:.0f} ms ({root})")
         if MCPUSE_PYTHON.exists() and not args.no_peer and (want("B1") or want("B3")):
@@ -877,6 +941,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 ("B1", lambda: b1(c, daemon, peer, sz)),
                 ("B2", lambda: b2(c, sz)),
                 ("B3", lambda: b3(c, daemon, peer, sz)),
+                ("B7", lambda: b7(c, daemon, sz)),
                 ("B5", lambda: b5(daemon, sz)),
                 ("B6", lambda: b6(daemon, sz, first_start)),
             ]
@@ -967,7 +1032,7 @@ def stop_profiler(proc: subprocess.Popen[bytes]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description="meworkd benchmarks (see bench/README.md)")
     p.add_argument("--out", type=Path, default=BENCH / "results.json")
-    p.add_argument("--only", help="comma-separated: B1,B2,B3,B4,B5,B6")
+    p.add_argument("--only", help="comma-separated: B1,B2,B3,B4,B5,B6,B7")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     p.add_argument("--no-peer", action="store_true", help="skip mcp-use")
     p.add_argument("--profile", help="py-spy the daemon during these benchmarks (B1,B2,...)")

@@ -362,7 +362,8 @@ def test_an_unset_variable_without_default_is_an_error_naming_it() -> None:
     )
     # It says how to set it for a user service, not only that it is missing.
     assert "systemctl --user set-environment NOPE=" in message
-    assert "EnvironmentFile=" in message and "envFile" in message
+    assert "EnvironmentFile=" in message
+    assert "envFile" in message
     assert caught.value.kind == "unset_variable"
     assert isinstance(caught.value, InvalidSettings)
 

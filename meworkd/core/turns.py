@@ -24,6 +24,7 @@ from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
 from meworkd.core.callrun import CallRunner, CallSite
 from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
+from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import AuditEntry, StateDB
@@ -70,6 +71,7 @@ class Turns:
         self._asks = asks
         self._runner = CallRunner(pool, bus, asks)
         self._turns: dict[str, Turn] = {}
+        self._definitions = Definitions()
         # No turn of an earlier run survives it: what it left unfinished was cut off.
         db.mark_interrupted()
 
@@ -236,7 +238,7 @@ class Turns:
         settings = self._store.settings
         selection = self._db.get_conversation(turn.conversation_id).mcp_servers
         gone = unbound(binding, settings, selection)
-        if gone is None and binding.definition != settings.servers[binding.server].connection_key():
+        if gone is None and binding.definition != self._definitions.of(settings, binding.server):
             config = settings.servers[binding.server]
             try:
                 listing = await self._pool.using(

@@ -100,10 +100,14 @@ class Outstanding:
 
     def __init__(self) -> None:
         self._waiting: dict[types.RequestId, ReplyBudget | None] = {}
+        # The reader asks for the limit per chunk; many requests in flight (a shared session
+        # serving every conversation) made that a scan per chunk. Recomputed only on a change.
+        self._limit: int | None = None
 
     def sent(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest):
             self._waiting[message.id] = REPLY_BUDGET.get()
+            self._limit = None
         elif (
             isinstance(message, types.JSONRPCNotification)
             and message.method == "notifications/cancelled"
@@ -113,15 +117,19 @@ class Outstanding:
             self.answered(message.params.get("requestId"))
 
     def answered(self, request_id: object) -> None:
-        if isinstance(request_id, int | str):
-            self._waiting.pop(request_id, None)
+        if isinstance(request_id, int | str) and request_id in self._waiting:
+            del self._waiting[request_id]
+            self._limit = None
 
     def line_limit(self) -> int:
+        if self._limit is not None:
+            return self._limit
         limit = 0
         for budget in self._waiting.values():
             limit = max(limit, MESSAGE_LIMIT if budget is None else budget.limit)
         # Nothing in flight: what arrives is a notification or a request of the server's.
-        return limit or MESSAGE_LIMIT
+        self._limit = limit or MESSAGE_LIMIT
+        return self._limit
 
     def refuse(self, head: bytes, tail: bytes, limit: int) -> SessionMessage | None:
         """The error answering the request a too-long line (``head``...``tail``) replied to."""
@@ -129,6 +137,7 @@ class Outstanding:
         if request_id is None:
             return None
         budget = self._waiting.pop(request_id)
+        self._limit = None
         if budget is not None:
             budget.refused = True
         error = types.ErrorData(code=REFUSED_CODE, message=refusal_message(limit))

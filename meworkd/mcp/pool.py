@@ -2,20 +2,24 @@
 
 Opened on first use, closed after ``mcp.session_idle_minutes`` without use (a call in flight
 keeps it open), dropped when its server dies (the next use reconnects), retired when a reload
-changes the server's connection fields or removes or disables it.
+changes the server's connection fields or removes or disables it. Beyond
+``mcp.max_live_sessions`` the least recently used idle sessions close (never one with a request
+in flight); they reconnect at their next use. A server with ``"sessionScope": "shared"`` has one
+session for every conversation (pooled under no conversation). Every close is published as a
+``server.status`` event with its ``reason`` (:data:`CloseReason`).
 """
 
 import enum
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import ClientSession
 
-from meworkd.base.errors import InvalidSettings, ServerUnavailable, ShuttingDown
+from meworkd.base.errors import InvalidSettings, MeworkError, ServerUnavailable, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.mcp.asks import ServerAsksHost
@@ -25,12 +29,17 @@ from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server, secret_values
 
-__all__ = ["CLOSE_BOUND", "PoolState", "SessionPool"]
+__all__ = ["CLOSE_BOUND", "CloseReason", "PoolState", "SessionPool"]
 
 CLOSE_BOUND = 8.0  # seconds for closing every session at shutdown (below the daemon's bound)
 SWEEP_MAX_INTERVAL = 30.0
 
 Key = tuple[str, str]
+SHARED = ""  # the conversation part of a shared session's key (conversation ids are never "")
+# Why a session closed: no use for the idle limit; over mcp.max_live_sessions; a reload changed,
+# removed or disabled its server; it died on its own; its conversation was deleted or no longer
+# selects the server; an HTTP server forgot it (404).
+CloseReason = Literal["idle", "budget", "reload", "crash", "conversation", "forgotten"]
 T = TypeVar("T")
 # A sink for one session's stderr lines: it returns each line as stored (e.g. redacted).
 LogWriter = Callable[[str, str | None], Callable[[str], str]]
@@ -68,6 +77,7 @@ class SessionPool:
         self._bus = bus
         self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sampling = False  # mcp.sampling the open sessions declared; set by run()
+        self._max_live = 1  # live sessions before the least recently used idle ones close
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
         self._state = PoolState.CREATED
@@ -81,6 +91,7 @@ class SessionPool:
     ) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         self._sampling = settings.mcp.sampling
+        self._max_live = settings.mcp.max_live_sessions
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._state = PoolState.RUNNING
@@ -106,7 +117,8 @@ class SessionPool:
 
     async def get(self, conversation: str, server: str, config: ServerConfig) -> McpSession:
         """The live session for (conversation, server), opening it with ``config`` if needed."""
-        key = (conversation, server)
+        shared = config.session_scope == "shared"
+        key = (SHARED if shared else conversation, server)
         existing = self._sessions.get(key)
         if existing is not None and existing.alive:
             # The common case needs no lock (taking even a free one costs a loop pass).
@@ -122,14 +134,41 @@ class SessionPool:
                 # owner finds its key taken and stays silent: report the close here instead,
                 # so every "connected" event is preceded by the previous session's "closed".
                 del self._sessions[key]
-                self._publish_status(server, conversation, "closed", existing.error)
+                self._closed(existing, "crash")
             if not config.enabled:
                 raise ServerUnavailable(f"{server} is disabled", server=server, reason="disabled")
-            session = await self.open(server, conversation, config)
+            session = await self.open(server, None if shared else conversation, config)
             self._sessions[key] = session
             self._wake_sweeper.set()  # its idle deadline may be the nearest now
-            self._publish_status(server, conversation, "connected")
+            self._publish_status(server, session.conversation, "connected")
+            self._keep_budget(session)
             return session
+
+    def prepare(self, conversation: str, servers: Mapping[str, ServerConfig]) -> list[str]:
+        """Connect ``servers`` for ``conversation`` in the background; the names being connected.
+
+        A turn that begins meanwhile waits for the same connection instead of opening another.
+        A failure is published (``server.status`` ``failed``), never raised: nobody awaits it.
+        """
+        if self._state is not PoolState.RUNNING or self._tg is None:
+            raise ShuttingDown("meworkd is shutting down")
+        cold = [n for n, c in servers.items() if not self._is_live(conversation, n, c)]
+        for server in cold:
+            self._tg.start_soon(self._warm, conversation, server, servers[server])
+        return cold
+
+    def _is_live(self, conversation: str, server: str, config: ServerConfig) -> bool:
+        key = (SHARED if config.session_scope == "shared" else conversation, server)
+        session = self._sessions.get(key)
+        return session is not None and session.alive
+
+    async def _warm(self, conversation: str, server: str, config: ServerConfig) -> None:
+        try:
+            await self.get(conversation, server, config)
+        except ShuttingDown:
+            pass
+        except MeworkError as exc:  # any of ours: an error here would end the pool's task group
+            self._publish_status(server, conversation, "failed", error=exc.message)
 
     async def using(
         self,
@@ -174,7 +213,7 @@ class SessionPool:
             if not is_session_forgotten(exc, session.http):
                 raise
             log.info("session.forgotten", server=server, conversation=conversation)
-            self.retire(lambda s: s is session, force=True)
+            self.retire(lambda s: s is session, force=True, reason="forgotten")
         session = await self.get(conversation, server, config)
         async with session.lease() as client:
             return await use(client)
@@ -221,33 +260,43 @@ class SessionPool:
 
     async def _own(self, session: McpSession, *, task_status: TaskStatus[McpSession]) -> None:
         await session.run(task_status=task_status)
-        key = (session.conversation or "", session.server)
+        key = (session.conversation or SHARED, session.server)
         if self._sessions.get(key) is session:
             del self._sessions[key]
-            self._publish_status(session.server, session.conversation, "closed", session.error)
+            self._closed(session, "crash")
         # One lock per key ever used would grow with every conversation; drop idle ones.
         lock = self._locks.get(key)
         if key not in self._sessions and lock is not None and _unused(lock):
             del self._locks[key]
 
     def _publish_status(
-        self, server: str, conversation: str | None, status: str, error: str | None = None
+        self, server: str, conversation: str | None, status: str, **extra: str | None
     ) -> None:
         data: dict[str, object] = {"server": server, "conversation": conversation, "status": status}
-        if error:
-            data["error"] = error
+        data.update((k, v) for k, v in extra.items() if v)
         self._bus.publish("server.status", data)
+
+    def _closed(self, session: McpSession, reason: CloseReason) -> None:
+        self._publish_status(
+            session.server, session.conversation, "closed", reason=reason, error=session.error
+        )
 
     # --- closing -------------------------------------------------------------------------
 
-    def retire(self, predicate: Callable[[McpSession], bool], *, force: bool = False) -> int:
+    def retire(
+        self,
+        predicate: Callable[[McpSession], bool],
+        *,
+        force: bool = False,
+        reason: CloseReason = "conversation",
+    ) -> int:
         """Retire matching sessions (they close once their calls finish, or now with force)."""
         count = 0
         for key, session in list(self._sessions.items()):
             if predicate(session):
                 del self._sessions[key]
                 session.retire(force=force)
-                self._publish_status(session.server, session.conversation, "closed")
+                self._publish_status(session.server, session.conversation, "closed", reason=reason)
                 count += 1
         return count
 
@@ -263,10 +312,23 @@ class SessionPool:
                 )
 
     def close_conversation(self, conversation: str) -> int:
+        """Close the conversation's own sessions; shared ones serve other conversations."""
         return self.retire(lambda s: s.conversation == conversation, force=True)
+
+    def _keep_budget(self, keep: McpSession | None = None) -> None:
+        """Close the least recently used idle sessions beyond ``max_live_sessions``."""
+        excess = len(self._sessions) - self._max_live
+        if excess <= 0:
+            return
+        idle = [s for s in self._sessions.values() if s.in_flight == 0 and s is not keep]
+        idle.sort(key=lambda s: s.last_used)
+        victims = {id(s) for s in idle[:excess]}
+        count = self.retire(lambda s: id(s) in victims, reason="budget")
+        log.info("pool.over_budget", limit=self._max_live, closed=count)
 
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
+        self._max_live = settings.mcp.max_live_sessions
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if settings.mcp.sampling != self._sampling:
@@ -274,9 +336,10 @@ class SessionPool:
             self._sampling = settings.mcp.sampling
             gone |= {s.server for s in self._sessions.values()}
         if gone:
-            count = self.retire(lambda s: s.server in gone)
+            count = self.retire(lambda s: s.server in gone, reason="reload")
             if count:
                 log.info("pool.retired", servers=sorted(gone), sessions=count)
+        self._keep_budget()
         self._wake_sweeper.set()  # the idle limit may have changed
 
     # --- idle sweeping -------------------------------------------------------------------
@@ -285,7 +348,9 @@ class SessionPool:
         while True:
             idle = self._idle
             now = time.monotonic()
-            self.retire(_idle_for(idle, now))
+            self.retire(_idle_for(idle, now), reason="idle")
+            # Sessions all in use when the budget was passed close once they are idle.
+            self._keep_budget()
             # A session in use is not idle, however long its call runs: its deadline starts
             # when the lease ends, and the next pass (at most SWEEP_MAX_INTERVAL on) sees it.
             waiting = (s.last_used + idle - now for s in self._sessions.values() if not s.in_flight)

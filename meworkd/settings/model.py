@@ -6,7 +6,7 @@ The document itself stays a plain ``dict`` (so unknown keys survive rewrites, in
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
@@ -16,6 +16,7 @@ from meworkd.settings.hooks import HookSet
 __all__ = [
     "CONNECTION_FIELDS",
     "DEFAULT_DOCUMENT",
+    "DEFAULT_MAX_LIVE_SESSIONS",
     "DEFAULT_TIMEOUT_SECONDS",
     "LOG_LEVELS",
     "OAUTH_GRANTS",
@@ -44,6 +45,7 @@ CONNECTION_FIELDS = (
 )
 # The ``grant`` values an ``oauth`` object may name.
 OAUTH_GRANTS = ("authorization_code", "client_credentials")
+DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -93,6 +95,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     log_level: str | None = None
     # None: log in when a 401 asks for it; False: never; an object: how to log in.
     oauth: OAuthConfig | bool | None = None
+    # "shared": one session serves every conversation (stateless servers, by their author's word).
+    session_scope: Literal["conversation", "shared"] = "conversation"
 
     @property
     def timeout(self) -> float:
@@ -109,6 +113,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             self.url,
             tuple(sorted(self.headers.items())),
             self.oauth,
+            self.session_scope,  # a session opened for one scope must not serve the other
         )
 
 
@@ -122,6 +127,7 @@ class McpOptions(Struct, frozen=True):
     # How long a server's question (elicitation, sampling) waits for a person.
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
+    max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -136,6 +142,7 @@ DEFAULT_DOCUMENT: dict[str, Any] = {
         "session_idle_minutes": 30,
         "max_reply_bytes": 65536,
         "approval_timeout_seconds": 600,
+        "max_live_sessions": DEFAULT_MAX_LIVE_SESSIONS,
     },
     "presets": {},
     "hooks": {"PermissionRequest": []},

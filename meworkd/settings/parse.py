@@ -286,7 +286,7 @@ def parse_mcp_options(raw: object) -> McpOptions:
     except msgspec.ValidationError as exc:
         raise InvalidSettings(_field_error("mcp", exc)) from None
     positive = ("session_idle_minutes", "max_reply_bytes", "approval_timeout_seconds")
-    for key in (*positive, "question_timeout_seconds"):
+    for key in (*positive, "question_timeout_seconds", "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
     return options

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import msgspec
 from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 from mework_protocol.params import (
     CreateConversationParams,
@@ -11,6 +12,7 @@ from mework_protocol.params import (
 )
 
 from meworkd.base.errors import InvalidParams, PresetNotFound, ServerNotFound
+from meworkd.core.catalog import select
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
@@ -104,3 +106,16 @@ async def delete(s: Services, _conn: Connection, p: IdParams) -> dict[str, Any]:
     s.approvals.forget_conversation(p.id)
     closed = s.pool.close_conversation(p.id)
     return {"deleted": p.id, "sessionsClosed": closed}
+
+
+class PrepareParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    conversation_id: str
+
+
+@group.add("conversations.prepare", PrepareParams)
+async def prepare(s: Services, _conn: Connection, p: PrepareParams) -> dict[str, Any]:
+    conv = s.live().state.get_conversation(p.conversation_id)
+    settings = s.store.settings
+    selected, failures = select(conv.mcp_servers, settings)
+    connecting = s.pool.prepare(conv.id, {n: settings.servers[n] for n in selected})
+    return {"conversationId": conv.id, "connecting": connecting, "failures": failures}
