@@ -21,6 +21,7 @@ from mework_client.ctl import (
     servers_probe,
     settings,
     turn,
+    ui,
 )
 from mework_client.ctl.command import (
     DEFAULT_TIMEOUT,
@@ -68,6 +69,7 @@ COMMANDS: tuple[Command, ...] = (
     *conv.COMMANDS,
     *turn.COMMANDS,
     *approvals.COMMANDS,
+    *ui.COMMANDS,
     *daemon.SYSTEM,
     Command(
         "completion",
