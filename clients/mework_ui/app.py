@@ -5,6 +5,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.widgets import Static
 
 from mework_ui.conversations import ConversationsScreen
@@ -48,8 +49,11 @@ class MeworkApp(App[None]):
             for bar in screen.query("#topbar"):
                 if isinstance(bar, Static):
                     bar.update(self.model.bar_text())
-            if isinstance(screen, Refreshable):
-                screen.refresh_model()
+            if isinstance(screen, Refreshable) and screen.is_mounted:
+                try:
+                    screen.refresh_model()
+                except NoMatches:  # pushed, not composed yet: it draws itself on mount
+                    pass
 
     def action_servers(self) -> None:
         while len(self.screen_stack) > 2:  # the default screen, then Settings → MCP
