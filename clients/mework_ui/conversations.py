@@ -64,8 +64,10 @@ class ConversationsScreen(Screen[None]):
         with Horizontal():
             yield DataTable(id="conv-table", cursor_type="row")
             with Vertical(id="drawer"):
-                yield Select([(lv, lv) for lv in APPROVAL_LEVELS], id="level", prompt="level")
-                yield Select([], id="preset", prompt="no preset")
+                yield Select(
+                    [(lv, lv) for lv in APPROVAL_LEVELS], id="level", prompt="level", compact=True
+                )
+                yield Select([], id="preset", prompt="no preset", compact=True)
                 yield SelectionList[str](id="conv-servers")
         yield Static("", id="why")
         yield Footer(compact=True, show_command_palette=False)
@@ -111,11 +113,13 @@ class ConversationsScreen(Screen[None]):
         with self.prevent(SelectionList.SelectedChanged, Select.Changed):
             picks.clear_options()
             for name, entry in self.mework.servers.items():
-                label = f"{name} · {server_status(entry, self.mework.failures.get(name))}"
-                picks.add_option((label, name, name in conv.get("mcpServers", [])))
+                chosen = name in conv.get("mcpServers", [])
+                status = server_status(entry, self.mework.failures.get(name))
+                label = f"{'selected' if chosen else '—':8} {name} · {status}"
+                picks.add_option((label, name, chosen))
             self.query_one("#level", Select).value = conv.get("approvalLevel", APPROVAL_LEVELS[0])
             preset = conv.get("preset")
-            self.query_one("#preset", Select).value = preset if preset else Select.BLANK
+            self.query_one("#preset", Select).value = preset if preset else Select.NULL
         lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
         for name in self.mework.servers:
             lines += why_missing(self.mework, conv, name)
@@ -127,12 +131,12 @@ class ConversationsScreen(Screen[None]):
 
     @on(Select.Changed, "#level")
     def level_changed(self, event: Select.Changed) -> None:
-        if event.value != Select.BLANK:
+        if event.value != Select.NULL:
             self.update_conversation({"approvalLevel": event.value})
 
     @on(Select.Changed, "#preset")
     def preset_changed(self, event: Select.Changed) -> None:
-        self.update_conversation({"preset": None if event.value == Select.BLANK else event.value})
+        self.update_conversation({"preset": None if event.value == Select.NULL else event.value})
 
     @work(group="conv-update")
     async def update_conversation(self, change: dict[str, Any]) -> None:

@@ -66,7 +66,7 @@ class ServersScreen(Screen[None]):
     def cells(self, entry: dict[str, Any]) -> tuple[str, ...]:
         failure = self.mework.failures.get(entry["name"])
         on = "on" if entry.get("enabled") else "off"
-        return (server_status(entry, failure), entry["name"], str(entry.get("type")), on)
+        return (server_status(entry, failure), entry["name"], str(entry.get("type") or "?"), on)
 
     def selected(self) -> str | None:
         table = self.query_one(DataTable)
