@@ -183,3 +183,19 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
         await other.call("approvals.respond", {"approvalId": approval_id, "decision": "allow"})
         await until(pilot, lambda: not isinstance(app.screen, QuestionScreen))
     assert not app.model.questions
+
+
+async def test_says_when_meworkd_restarts_and_reconnects(short_tmp: Path) -> None:
+    app = MeworkApp(str(short_tmp / "run" / "d.sock"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "retrying" in text(app, "#topbar"))  # no daemon yet
+        async with start_daemon(short_tmp, {"kitchen": kitchen()}):
+            table = app.screen.query_one(DataTable)
+            await until(pilot, lambda: app.model.online and table.row_count == 1)
+            assert "● connected" in text(app, "#topbar")
+        await until(pilot, lambda: "retrying" in text(app, "#topbar"))
+        assert not app.model.online
+        async with start_daemon(short_tmp):  # restarted on the same socket and settings
+            await until(pilot, lambda: app.model.online)
+            assert "● connected" in text(app, "#topbar")
+            assert list(table.rows) == ["kitchen"] or [r.value for r in table.rows] == ["kitchen"]
