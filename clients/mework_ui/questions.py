@@ -184,11 +184,29 @@ class QuestionScreen(ModalScreen[None]):
         item = self.current()
         if item is None or item["kind"] != "elicitation":
             return
+        schema = (item.get("requestedSchema") or {}).get("properties") or {}
         content = {
-            (i.id or "")[2:]: i.value for i in self.query("#q-form Input").results(Input) if i.value
+            field: typed(i.value, schema.get(field) or {})
+            for i in self.query("#q-form Input").results(Input)
+            if i.value and (field := (i.id or "")[2:])
         }
         params: dict[str, Any] = {"elicitationId": item["elicitationId"], "action": action}
         if action == "accept":
             params["content"] = content
         if await self.mework.call("elicitations.respond", params) is not None:
             self.answered(item["elicitationId"])
+
+
+def typed(text: str, spec: dict[str, Any]) -> Any:
+    """A form field's text as the schema's type (elicitation schemas are flat primitives)."""
+    kind = spec.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1", "on")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text  # the daemon (or the server) says what is wrong with it
+    return text

@@ -26,6 +26,7 @@ class ServersScreen(Screen[None]):
         Binding("l", "logs", "Logs"),
         Binding("delete", "remove", "Remove"),
         Binding("r", "reload", "Reload", show=False),
+        Binding("R", "restart", "Restart sessions", show=False),
     ]
 
     @property
@@ -131,6 +132,14 @@ class ServersScreen(Screen[None]):
         result = await self.mework.call("servers.test", {"name": name}) or {}
         self.mework.record_test(name, result)
         self.mework.changed()
+
+    @work(group="servers")
+    async def action_restart(self) -> None:
+        """Close the server's sessions; each conversation dials it afresh on next use."""
+        if (name := self.selected()) is not None:
+            result = await self.mework.call("servers.closeSessions", {"name": name})
+            if result is not None:
+                self.notify(f"{name}: {result.get('sessionsClosed', 0)} sessions closed")
 
     @work(group="servers")
     async def action_reload(self) -> None:

@@ -20,7 +20,7 @@ from mework_ui.conversations import ConversationsScreen
 from mework_ui.detail import DetailScreen
 from mework_ui.dialogs import ImportDialog
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input, Static, TextArea
 
 from tests.daemon_fixture import make_env, spawn_meworkd, stop_process, wait_for_socket
 from tests.ui.helpers import until
@@ -91,7 +91,8 @@ def test_import_dialog(snap_compare: Any, socket_path: str) -> None:
         await listed(pilot)
         pilot.app.push_screen(ImportDialog())
         await pilot.pause()
-        await pilot.press(*'{"mcpServers": {"fs": {"command": "npx"}}}')
+        pilot.app.screen.query_one(TextArea).text = '{"mcpServers": {"fs": {"command": "npx"}}}'
+        await pilot.pause()
 
     assert snap_compare(MeworkApp(socket_path), terminal_size=(80, 24), run_before=opened)
 
