@@ -80,6 +80,7 @@ class QuestionScreen(ModalScreen[None]):
         if key == self.shown:
             return
         self.shown = key
+        self.refresh_bindings()
         position = f"{self.index + 1} of {len(self.mework.questions)}"
         self.query_one("#q-reason").display = False
         if item["kind"] == "approval":
@@ -115,6 +116,19 @@ class QuestionScreen(ModalScreen[None]):
             label = f"{spec.get('title') or field}{mark}: {spec.get('description', '')}"
             form.mount(Static(label), Input(id=f"e-{field}", placeholder=spec.get("type", "")))
         self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Only the keys that apply to the question shown are offered (None hides one)."""
+        item = self.current()
+        kind = item["kind"] if item is not None else ""
+        if action in ("allow", "deny"):
+            return kind == "approval" or None
+        if action == "allow_conversation":
+            ok = kind == "approval" and item is not None and item.get("hookMayDecide")
+            return (ok and SCOPE not in self.mework.link.missing) or None
+        if action in ("submit", "decline"):
+            return kind == "elicitation" or None
+        return True
 
     def action_step(self, delta: int) -> None:
         self.index += delta

@@ -199,3 +199,23 @@ async def test_says_when_meworkd_restarts_and_reconnects(short_tmp: Path) -> Non
             await until(pilot, lambda: app.model.online)
             assert "● connected" in text(app, "#topbar")
             assert list(table.rows) == ["kitchen"] or [r.value for r in table.rows] == ["kitchen"]
+            await answer_a_form(pilot, app)
+
+
+async def answer_a_form(pilot: Pilot[Any], app: MeworkApp) -> None:
+    """An elicitation as the daemon's event would bring it; this daemon may not answer yet."""
+    schema = {
+        "type": "object",
+        "properties": {"age": {"type": "integer", "title": "Age"}, "nick": {"type": "string"}},
+        "required": ["age"],
+    }
+    request = {"elicitationId": "e1", "server": "kitchen", "message": "Who are you?"}
+    await app.model.on_event("elicitation.requested", {**request, "requestedSchema": schema})
+    await pilot.press("f4")
+    await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
+    assert "Who are you?" in text(app, "#q-head")
+    assert "Age *" in "\n".join(str(w.render()) for w in app.screen.query("#q-form Static"))
+    await type_into(pilot, app.screen.query_one("#e-age", Input), "42")
+    await pilot.press("ctrl+s")  # sent; answered by another frontend meanwhile
+    await app.model.on_event("elicitation.resolved", {"elicitationId": "e1"})
+    await until(pilot, lambda: not isinstance(app.screen, QuestionScreen))
