@@ -10,9 +10,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static, Switch, TabbedContent, TabPane
 
 from mework_ui.fields import SECRET_FIELDS, TEXT_FIELDS, FieldError, parse_field, show_field
+from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
-from mework_ui.tabs import LogsPane, PromptsPane, ResourcesPane, ToolsPane
+from mework_ui.tabs import LogsPane, ToolsPane
 from mework_ui.words import failure_text, server_status, test_summary
 
 __all__ = ["DetailScreen"]

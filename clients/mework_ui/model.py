@@ -21,6 +21,7 @@ class Model:
         self.servers: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, dict[str, Any]] = {}
         self.tests: dict[str, dict[str, Any]] = {}  # the last servers.test result per server
+        self.reported: dict[str, dict[str, Any]] = {}  # servers.tools: what it last reported
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
 

@@ -1,4 +1,4 @@
-"""The detail page's tabs: Tools (switches per tool), Prompts, Resources and live Logs."""
+"""The detail page's tabs: Tools (switches per tool) and live Logs."""
 
 from typing import Any, ClassVar, cast
 
@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Log, Static
 
 from mework_ui.model import HasModel, Model
 
-__all__ = ["LogsPane", "PromptsPane", "ResourcesPane", "ToolsPane", "interactive"]
+__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "interactive"]
 
 NOTHING_YET = "nothing listed yet: ctrl+t tests the server and lists what it offers"
 INTERACTIVE_KEY = "anthropic/requiresUserInteraction"
@@ -22,7 +22,7 @@ def interactive(tool: dict[str, Any]) -> bool:
     return isinstance(meta, dict) and INTERACTIVE_KEY in meta and meta[INTERACTIVE_KEY] is not False
 
 
-class _Pane(Vertical):
+class Pane(Vertical):
     kind = ""
 
     def __init__(self, server: str | None) -> None:
@@ -33,9 +33,11 @@ class _Pane(Vertical):
     def mework(self) -> Model:
         return cast(HasModel, self.app).model
 
-    def listed(self) -> list[dict[str, Any]]:
-        result = self.mework.tests.get(self.server or "") or {}
-        return list(result.get(self.kind) or [])
+    def listed(self, kind: str = "") -> list[dict[str, Any]]:
+        """The last test's list, else what the server last reported (servers.tools)."""
+        name = self.server or ""
+        result = self.mework.tests.get(name) or self.mework.reported.get(name) or {}
+        return list(result.get(kind or self.kind) or [])
 
     def on_mount(self) -> None:
         if self.server is not None and self.server not in self.mework.tests:
@@ -47,15 +49,15 @@ class _Pane(Vertical):
         if "servers.tools" in self.mework.link.missing:
             return
         result = await self.mework.call("servers.tools", {"name": self.server})
-        if isinstance(result, dict) and self.server not in self.mework.tests:
-            self.mework.tests[str(self.server)] = {"ok": True, **result}
+        if isinstance(result, dict):
+            self.mework.reported[str(self.server)] = result
             self.mework.changed()
 
     def refresh_model(self) -> None:
         """Redraw from the app's model; each pane with a list overrides it."""
 
 
-class ToolsPane(_Pane):
+class ToolsPane(Pane):
     kind = "tools"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "switch", "On/off"),
@@ -105,7 +107,7 @@ class ToolsPane(_Pane):
 
     def show_detail(self) -> None:
         name, result = self.selected(), self.mework.tests.get(self.server or "") or {}
-        tool = next((t for t in result.get("tools") or [] if t.get("name") == name), None)
+        tool = next((t for t in self.listed() if t.get("name") == name), None)
         if tool is None:
             self.query_one("#tool-detail", Static).update("" if name else NOTHING_YET)
             return
@@ -145,44 +147,7 @@ def _approval(name: str, tool: dict[str, Any] | None, off: set[str], asks: set[s
     return "asks every call" if name in asks else "level decides"
 
 
-class PromptsPane(_Pane):
-    kind = "prompts"
-
-    def compose(self) -> ComposeResult:
-        yield Static(NOTHING_YET, id="prompt-list")
-
-    def refresh_model(self) -> None:
-        lines = []
-        for prompt in self.listed():
-            args = [
-                f"{a.get('name')}{'*' if a.get('required') else ''}"
-                for a in prompt.get("arguments") or []
-            ]
-            lines.append(
-                f"{prompt.get('name')}({', '.join(args)})  {prompt.get('description', '')}"
-            )
-        body = "\n".join(lines) + ("\n(* required)" if lines else "")
-        self.query_one(Static).update(body or NOTHING_YET)
-
-
-class ResourcesPane(_Pane):
-    kind = "resources"
-
-    def compose(self) -> ComposeResult:
-        yield Static(NOTHING_YET, id="resource-list")
-
-    def refresh_model(self) -> None:
-        result = self.mework.tests.get(self.server or "") or {}
-        lines = [
-            f"{r.get('uri')}  {r.get('name', '')}  {r.get('mimeType') or ''}" for r in self.listed()
-        ]
-        lines += [
-            f"{t.get('uriTemplate')}  (template)" for t in result.get("resourceTemplates") or []
-        ]
-        self.query_one(Static).update("\n".join(lines) or NOTHING_YET)
-
-
-class LogsPane(_Pane):
+class LogsPane(Pane):
     """stderr as plain text (never red: stderr is not failure), following live."""
 
     def compose(self) -> ComposeResult:
