@@ -110,6 +110,7 @@ class ConversationsScreen(Screen[None]):
         if conv is None:
             return
         picks = self.query_one(SelectionList)
+        highlighted = picks.highlighted  # the rebuilt list keeps the person's place
         with self.prevent(SelectionList.SelectedChanged, Select.Changed):
             picks.clear_options()
             for name, entry in self.mework.servers.items():
@@ -117,6 +118,7 @@ class ConversationsScreen(Screen[None]):
                 status = server_status(entry, self.mework.failures.get(name))
                 label = f"{'selected' if chosen else '—':8} {name} · {status}"
                 picks.add_option((label, name, chosen))
+            picks.highlighted = highlighted
             self.query_one("#level", Select).value = conv.get("approvalLevel", APPROVAL_LEVELS[0])
             preset = conv.get("preset")
             self.query_one("#preset", Select).value = preset if preset else Select.NULL
