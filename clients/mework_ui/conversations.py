@@ -33,7 +33,8 @@ def why_missing(
         checks.append((on, f"tool {tool} on", f"tool {tool} switched off"))
     auth = entry.get("auth")
     if isinstance(auth, dict):
-        checks.append((auth.get("status") != "needs_login", "logged in", "needs login"))
+        state = auth.get("state")
+        checks.append((state in ("none", "authorized"), "logged in", f"login {state}"))
     failure = app.failures.get(name)
     reason = f"failing: {failure.get('reason')}: {failure.get('error')}" if failure else ""
     checks.append((failure is None, "no failure seen", reason))

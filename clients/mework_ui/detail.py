@@ -123,7 +123,8 @@ class DetailScreen(Screen[None]):
             verdict = test_summary(app.tests[str(name)])
         self.query_one("#verdict", Static).update(verdict)
         auth = entry.get("auth") if entry else None
-        self.query_one("#auth", Static).update(_auth_line(auth))
+        url = app.login_urls.get(str(name))
+        self.query_one("#auth", Static).update(_auth_line(auth, url))
         for pane in (ToolsPane, PromptsPane, ResourcesPane):
             for widget in self.query(pane):
                 widget.refresh_model()
@@ -218,7 +219,8 @@ class DetailScreen(Screen[None]):
             return
         result = await self.mework.call("servers.login", {"name": self.server})
         if isinstance(result, dict) and result.get("authorizationUrl"):
-            self.query_one("#auth", Static).update(f"open to log in: {result['authorizationUrl']}")
+            self.mework.login_urls[self.server] = str(result["authorizationUrl"])
+            self.mework.changed()
 
 
 class _Draft(Exception):
@@ -226,8 +228,11 @@ class _Draft(Exception):
         return "kept as a draft until a name and a command or URL are set"
 
 
-def _auth_line(auth: Any) -> str:
-    if not isinstance(auth, dict):
+def _auth_line(auth: Any, url: str | None) -> str:
+    if not isinstance(auth, dict) or auth.get("state") == "none":
         return ""
-    status = auth.get("status", "?")
-    return f"OAuth: {status}" + (" · ctrl+l to log in" if status == "needs_login" else "")
+    state = str(auth.get("state", "?"))
+    line = f"OAuth: {state}" + (f" ({auth['error']})" if auth.get("error") else "")
+    if url and state == "pending":
+        return f"{line} · open to log in: {url}"
+    return line + (" · ctrl+l to log in" if state in ("required", "failed") else "")

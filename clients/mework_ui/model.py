@@ -22,6 +22,7 @@ class Model:
         self.failures: dict[str, dict[str, Any]] = {}
         self.tests: dict[str, dict[str, Any]] = {}  # the last servers.test result per server
         self.reported: dict[str, dict[str, Any]] = {}  # servers.tools: what it last reported
+        self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
 
@@ -61,7 +62,10 @@ class Model:
         if topic == "server.status":
             self.note_status(data)
             await self.load_servers()
-        elif topic in ("settings.reloaded", "server.auth"):
+        elif topic == "server.auth":
+            self.note_login(data)
+            await self.load_servers()
+        elif topic == "settings.reloaded":
             await self.load_servers()
             await self.load_settings()
         elif topic == "settings.invalid":
@@ -80,6 +84,15 @@ class Model:
             self.failures[server] = data
         elif data.get("status") == "connected":
             self.failures.pop(server, None)
+
+    def note_login(self, data: dict[str, Any]) -> None:
+        """A login prompt with its URL, wherever the person is (the browser step is theirs)."""
+        server, url = str(data.get("name")), data.get("authorizationUrl")
+        if data.get("state") == "pending" and url:
+            self.login_urls[server] = str(url)
+            self.app.notify(f"{server}: log in at {url}", timeout=30)
+        else:
+            self.login_urls.pop(server, None)
 
     def ask(self, kind: str, data: dict[str, Any]) -> None:
         """A question never takes focus: it is queued, counted in the bar, announced."""

@@ -12,6 +12,9 @@ _LIVE = {
     "invalid": "! invalid",
 }
 
+# OAuth states (servers.list `auth.state`) that stop a server from connecting until a login.
+LOGIN_STATES = {"required": "needs login", "pending": "login pending", "failed": "login failed"}
+
 # The README's hint per failure reason: what a person can do about it.
 HINTS = {
     "command_not_found": "the daemon's PATH is short under systemd: use an absolute command",
@@ -20,7 +23,7 @@ HINTS = {
     "http_status": "check the URL, the headers and their ${VAR}s",
     "unset_variable": "set it with: systemctl --user set-environment NAME=value",
     "protocol_error": "the server wrote something other than MCP on stdout",
-    "needs_login": "log in to this server (L)",
+    "auth_required": "log in to this server: Enter, then ctrl+l",
 }
 
 
@@ -30,8 +33,8 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
     if status in ("disabled", "invalid"):
         return _LIVE[status]
     auth = entry.get("auth")
-    if isinstance(auth, dict) and auth.get("status") == "needs_login":
-        return "⚷ needs login"
+    if isinstance(auth, dict) and auth.get("state") in LOGIN_STATES:
+        return f"⚷ {LOGIN_STATES[auth['state']]}"
     if failure is not None and status != "connected":
         return f"✘ failed: {failure.get('reason') or 'error'}"
     word = _LIVE.get(status, status)
