@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Input, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
+from mework_ui.fields import FieldError, parse_field
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
 
@@ -41,8 +42,16 @@ def import_report(result: dict[str, Any], applied: bool) -> str:
         lines.append(f"! duplicated in the text: {', '.join(result['duplicates'])}")
     lines += [f"✘ rejected {r.get('name')}: {r.get('reason')}" for r in result.get("rejected", [])]
     for need in result.get("needsInputs") or []:
-        lines.append(f"needs a value: {need if isinstance(need, str) else need.get('id', need)}")
-    lines += [f"! {warning}" for warning in result.get("warnings") or []]
+        if isinstance(need, dict):
+            servers = ", ".join(need.get("servers") or [])
+            about = f" ({need['description']})" if need.get("description") else ""
+            lines.append(f"needs input {need.get('id')}{about} for {servers}: fill Inputs")
+    for warning in result.get("warnings") or []:
+        if isinstance(warning, dict):
+            where = ".".join(str(warning[k]) for k in ("name", "field") if warning.get(k))
+            lines.append(f"! {where}: {warning.get('message')}")
+        else:
+            lines.append(f"! {warning}")
     return "\n".join(lines)
 
 
@@ -51,7 +60,7 @@ class ImportDialog(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "Close"),
-        Binding("ctrl+p", "preview", "Preview", priority=True),
+        Binding("ctrl+e", "preview", "Preview", priority=True),
         Binding("ctrl+s", "apply", "Import", priority=True),
     ]
 
@@ -63,8 +72,11 @@ class ImportDialog(ModalScreen[None]):
                 yield Static("on conflict:", classes="label")
                 choices = [("error", "error"), ("replace", "replace"), ("skip", "skip")]
                 yield Select(choices, value="error", allow_blank=False, id="conflict")
-                yield Button("Preview ^p", id="preview")
+                yield Button("Preview ^e", id="preview")
                 yield Button("Import ^s", id="apply", variant="primary")
+            with Horizontal(classes="row"):
+                yield Static("Inputs:", classes="label")
+                yield Input(placeholder="ID=value … for ${input:ID}", password=True, id="inputs")
             yield Static("", id="report")
 
     @property
@@ -86,6 +98,13 @@ class ImportDialog(ModalScreen[None]):
             "text": self.query_one(TextArea).text,
             "onConflict": self.query_one(Select).value,
         }
+        try:
+            inputs = parse_field("env", self.query_one("#inputs", Input).value)
+        except FieldError as exc:
+            report.update(f"✘ Inputs: {exc}")
+            return
+        if inputs:
+            params["inputs"] = inputs
         if dry_run:
             if "servers.import/dryRun" in self.mework.link.missing:
                 report.update("this meworkd cannot preview: Import applies at once")
@@ -100,7 +119,7 @@ class ImportDialog(ModalScreen[None]):
 
     def failed(self, exc: Exception, dry_run: bool) -> str:
         data = getattr(exc, "data", None)
-        if dry_run and getattr(exc, "kind", "") == "invalid_params" and "dryRun" in str(exc):
+        if dry_run and getattr(exc, "kind", "") == "invalid_params" and "dryRun" in str(data):
             self.mework.link.missing.add("servers.import/dryRun")
             return "this meworkd cannot preview: Import applies at once"
         if isinstance(data, dict) and "line" in data:

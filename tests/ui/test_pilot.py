@@ -158,6 +158,10 @@ async def import_and_add(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("ctrl+s")
     await until(pilot, lambda: "not valid JSON at line 1" in text(app, "#report"))
     area.text = '{"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}}'
+    await pilot.press("ctrl+e")  # a preview where the daemon has dryRun; said when it has not
+    preview = ("would be added: docs", "cannot preview")
+    await until(pilot, lambda: any(word in text(app, "#report") for word in preview))
+    assert entry(settings, "docs") is None
     await pilot.press("ctrl+s")
     await until(pilot, lambda: "added: docs" in text(app, "#report"))
     assert entry(settings, "docs")["url"] == "http://127.0.0.1:9/mcp"
