@@ -25,7 +25,9 @@ class DetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("ctrl+t", "test", "Test", priority=True),
-        Binding("ctrl+r", "reveal", "Reveal secrets", priority=True),
+        Binding("ctrl+n", "tab(1)", "Next tab", priority=True),
+        Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
+        Binding("ctrl+r", "reveal", "Reveal", priority=True),
         Binding("ctrl+l", "login", "Login", show=False, priority=True),
     ]
 
@@ -195,6 +197,16 @@ class DetailScreen(Screen[None]):
         await self.mework.link.call("servers.add", {"name": name, "server": server})
         self.server = name
         self.notify(f"added {name}")
+
+    def action_tab(self, step: int) -> None:
+        """Tabs from the keyboard, even while a field has the focus."""
+        tabs = self.query_one(TabbedContent)
+        order = ["general", "tools", "prompts", "resources", "logs"]
+        tabs.active = order[(order.index(tabs.active or "general") + step) % len(order)]
+        pane = tabs.get_pane(tabs.active)
+        focusable = [w for w in pane.query("DataTable, Input, Log") if w.focusable]
+        if focusable:
+            focusable[0].focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()
