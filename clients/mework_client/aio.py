@@ -240,8 +240,14 @@ async def _connect_transport(target: Path) -> AsyncIterator[AsyncClient]:
     protocol = _ClientProtocol()
     try:
         await asyncio.get_running_loop().create_unix_connection(lambda: protocol, str(target))
-    except (FileNotFoundError, ConnectionRefusedError):
-        raise DaemonNotRunning(target) from None
+    except BaseException as exc:
+        # The client's event streams exist already: closed now, not at GC (a ResourceWarning
+        # for every failed attempt of a frontend that retries until the daemon is back).
+        protocol.client._event_send.close()
+        protocol.client.event_stream.close()
+        if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
+            raise DaemonNotRunning(target) from None
+        raise
     try:
         # Before the caller can send a byte (the protocol sends nothing on its own).
         check_peer(protocol.socket(), target)

@@ -205,3 +205,4 @@ class AuditParams(_Params):
 
 class SubscribeParams(_Params):
     topics: list[str] | None = None
+    servers: list[str] | None = None

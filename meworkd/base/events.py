@@ -27,9 +27,16 @@ class Event:
 class Subscription:
     """A frontend's view of the bus; iterate it to receive events."""
 
-    def __init__(self, bus: "EventBus", topics: frozenset[str] | None, capacity: int) -> None:
+    def __init__(
+        self,
+        bus: "EventBus",
+        topics: frozenset[str] | None,
+        capacity: int,
+        servers: frozenset[str] | None = None,
+    ) -> None:
         self._bus = bus
         self.topics = topics
+        self.servers = servers
         self.overflowed = False
         self._send: MemoryObjectSendStream[Event]
         self._receive: MemoryObjectReceiveStream[Event]
@@ -37,6 +44,14 @@ class Subscription:
 
     def wants(self, topic: str) -> bool:
         return self.topics is None or topic in self.topics
+
+    def wants_event(self, event: Event) -> bool:
+        """Its topic, and (when filtered by server) an event about one of those servers or
+        about none: a frontend following one server's logs still hears of approvals."""
+        if not self.wants(event.topic):
+            return False
+        server = event.data.get("server")
+        return self.servers is None or not isinstance(server, str) or server in self.servers
 
     def offer(self, event: Event) -> None:
         try:
@@ -75,16 +90,20 @@ class EventBus:
         self._subscribers: set[Subscription] = set()
 
     def subscribe(
-        self, topics: Iterable[str] | None = None, capacity: int = DEFAULT_CAPACITY
+        self,
+        topics: Iterable[str] | None = None,
+        capacity: int = DEFAULT_CAPACITY,
+        servers: Iterable[str] | None = None,
     ) -> Subscription:
-        sub = Subscription(self, None if topics is None else frozenset(topics), capacity)
+        only = None if servers is None else frozenset(servers)
+        sub = Subscription(self, None if topics is None else frozenset(topics), capacity, only)
         self._subscribers.add(sub)
         return sub
 
     def publish(self, topic: str, data: dict[str, Any]) -> None:
         event = Event(topic, data)
         for sub in list(self._subscribers):
-            if sub.wants(topic):
+            if sub.wants_event(event):
                 sub.offer(event)
 
     def watching(self, topic: str) -> int:

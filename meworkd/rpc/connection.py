@@ -154,13 +154,13 @@ class Connection:
         """No more lines will be sent: the writer ends once it has written the queue."""
         self._outbox.close()
 
-    def subscribe(self, topics: Iterable[str] | None) -> None:
+    def subscribe(self, topics: Iterable[str] | None, servers: Iterable[str] | None = None) -> None:
         """Start (or replace) this connection's event subscription."""
         if self._subscription is not None:
             self._subscription.close()
         if self.state is not ConnectionState.OPEN:
             return  # the peer is gone (e.g. a batch that subscribed, then EOF): nobody to feed
-        sub = self._bus.subscribe(topics)
+        sub = self._bus.subscribe(topics, servers=servers)
         self._subscription = sub
         self._tasks.start_soon(self._forward, sub)
 

@@ -25,6 +25,7 @@ from mework_client.ctl import (
     servers_probe,
     settings,
     turn,
+    ui,
 )
 from mework_client.ctl.command import (
     DEFAULT_TIMEOUT,
@@ -77,6 +78,7 @@ COMMANDS: tuple[Command, ...] = (
     *turn.COMMANDS,
     *approvals.COMMANDS,
     *requests.COMMANDS,
+    *ui.COMMANDS,
     *daemon.SYSTEM,
     Command(
         "completion",

@@ -21,5 +21,8 @@ async def subscribe(_s: Services, conn: Connection, p: SubscribeParams) -> dict[
         unknown = sorted(set(p.topics) - TOPICS)
         if unknown:
             raise InvalidParams(f"unknown topics: {', '.join(unknown)}", topics=sorted(TOPICS))
-    conn.subscribe(p.topics)
-    return {"topics": sorted(TOPICS if p.topics is None else p.topics)}
+    conn.subscribe(p.topics, p.servers)
+    result: dict[str, Any] = {"topics": sorted(TOPICS if p.topics is None else p.topics)}
+    if p.servers is not None:
+        result["servers"] = sorted(set(p.servers))
+    return result

@@ -95,6 +95,14 @@ async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[s
     return {"removed": p.name, "conversationsUpdated": touched}
 
 
+@group.add("servers.closeSessions", params.NameParams)
+async def close_sessions(s: Services, _conn: Connection, p: params.NameParams) -> dict[str, Any]:
+    describe(s, p.name)  # server_not_found for a name the settings do not know
+    # Not forced: a call in flight finishes on its session; the next use dials a fresh one.
+    closed = s.pool.retire(lambda session: session.server == p.name)
+    return {"name": p.name, "sessionsClosed": closed}
+
+
 @group.add("servers.rename", params.RenameParams)
 async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.rename_server(doc, p.name, p.new_name))

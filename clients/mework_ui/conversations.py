@@ -1,0 +1,157 @@
+"""Conversations: pick one, select its servers and preset, set its level, see what is missing."""
+
+from typing import Any, ClassVar, cast
+
+from mework_protocol.levels import APPROVAL_LEVELS
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Select, SelectionList, Static
+
+from mework_ui.model import HasModel, Model
+from mework_ui.words import server_status
+
+__all__ = ["ConversationsScreen", "why_missing"]
+
+
+def why_missing(
+    app: Model, conversation: dict[str, Any], name: str, tool: str | None = None
+) -> list[str]:
+    """Why ``name``'s tools would be missing from the conversation's next turn, check by check."""
+    entry = app.servers.get(name)
+    if entry is None:
+        return [f"✘ {name}: not registered"]
+    checks = [
+        (entry.get("status") != "invalid", "valid", f"invalid: {entry.get('error')}"),
+        (bool(entry.get("enabled")), "enabled", "disabled (space on Servers switches it on)"),
+        (name in conversation.get("mcpServers", []), "selected", "not selected here"),
+    ]
+    if tool is not None:
+        on = tool not in (entry.get("disabledTools") or [])
+        checks.append((on, f"tool {tool} on", f"tool {tool} switched off"))
+    auth = entry.get("auth")
+    if isinstance(auth, dict):
+        state = auth.get("state")
+        checks.append((state in ("none", "authorized"), "logged in", f"login {state}"))
+    failure = app.failures.get(name)
+    reason = f"failing: {failure.get('reason')}: {failure.get('error')}" if failure else ""
+    checks.append((failure is None, "no failure seen", reason))
+    failed = [bad for ok, _good, bad in checks if not ok]
+    if not failed:
+        return [f"✓ {name}: {', '.join(good for _ok, good, _bad in checks)}"]
+    return [f"✘ {name}: {bad}" for bad in failed]
+
+
+class ConversationsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conversations: dict[str, dict[str, Any]] = {}
+        self.chosen: str | None = None
+
+    @property
+    def mework(self) -> Model:
+        return cast(HasModel, self.app).model
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.mework.bar_text(), id="topbar")
+        yield Static("Conversations: Enter opens one; space selects a server", id="title")
+        with Horizontal():
+            yield DataTable(id="conv-table", cursor_type="row")
+            with Vertical(id="drawer"):
+                yield Select(
+                    [(lv, lv) for lv in APPROVAL_LEVELS], id="level", prompt="level", compact=True
+                )
+                yield Select([], id="preset", prompt="no preset", compact=True)
+                yield SelectionList[str](id="conv-servers")
+        yield Static("", id="why")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, key in (("Conversation", "id"), ("Level", "level"), ("Servers", "n")):
+            table.add_column(label, key=key)
+        self.action_reload()
+
+    @work(exclusive=True, group="conv")
+    async def action_reload(self) -> None:
+        listed = await self.mework.call("conversations.list") or {}
+        self.conversations = {c["id"]: c for c in listed.get("conversations", [])}
+        presets = await self.mework.call("presets.list") or {}
+        options = [(p["name"], p["name"]) for p in presets.get("presets", [])]
+        with self.prevent(Select.Changed):
+            self.query_one("#preset", Select).set_options(options)
+        self.refresh_model()
+
+    def refresh_model(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        for key, conv in self.conversations.items():
+            servers = len(conv.get("mcpServers", []))
+            table.add_row(key, conv.get("approvalLevel", ""), str(servers), key=key)
+        if not self.conversations:
+            self.query_one("#why", Static).update("no conversations yet")
+        self.show_drawer()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.chosen = str(event.row_key.value)
+        self.show_drawer()
+        self.query_one(SelectionList).focus()
+
+    def show_drawer(self) -> None:
+        conv = self.conversations.get(self.chosen or "")
+        drawer = self.query_one("#drawer")
+        drawer.display = conv is not None
+        if conv is None:
+            return
+        picks = self.query_one(SelectionList)
+        highlighted = picks.highlighted  # the rebuilt list keeps the person's place
+        with self.prevent(SelectionList.SelectedChanged, Select.Changed):
+            picks.clear_options()
+            for name, entry in self.mework.servers.items():
+                chosen = name in conv.get("mcpServers", [])
+                status = server_status(entry, self.mework.failures.get(name))
+                label = f"{'selected' if chosen else '—':8} {name} · {status}"
+                picks.add_option((label, name, chosen))
+            picks.highlighted = highlighted
+            self.query_one("#level", Select).value = conv.get("approvalLevel", APPROVAL_LEVELS[0])
+            preset = conv.get("preset")
+            self.query_one("#preset", Select).value = preset if preset else Select.NULL
+        lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
+        for name in self.mework.servers:
+            lines += why_missing(self.mework, conv, name)
+        self.query_one("#why", Static).update("\n".join(lines))
+
+    @on(SelectionList.SelectedChanged)
+    def servers_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        self.update_conversation({"mcpServers": list(event.selection_list.selected)})
+
+    @on(Select.Changed, "#level")
+    def level_changed(self, event: Select.Changed) -> None:
+        if event.value != Select.NULL:
+            self.update_conversation({"approvalLevel": event.value})
+
+    @on(Select.Changed, "#preset")
+    def preset_changed(self, event: Select.Changed) -> None:
+        self.update_conversation({"preset": None if event.value == Select.NULL else event.value})
+
+    @work(group="conv-update")
+    async def update_conversation(self, change: dict[str, Any]) -> None:
+        if self.chosen is None:
+            return
+        result = await self.mework.call("conversations.update", {"id": self.chosen, **change})
+        if result is not None:
+            self.conversations[self.chosen] = result
+            table = self.query_one(DataTable)
+            table.update_cell(self.chosen, "level", result.get("approvalLevel", ""))
+            table.update_cell(self.chosen, "n", str(len(result.get("mcpServers", []))))
+            self.show_drawer()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

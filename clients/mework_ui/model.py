@@ -1,0 +1,133 @@
+"""What the UI knows of meworkd, kept current by the Link's events; every screen reads it."""
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from textual.app import App
+
+from mework_ui.link import Link, Offline, describe
+
+__all__ = ["HasModel", "Model"]
+
+
+class Model:
+    def __init__(self, app: App[Any], socket_path: str | None, changed: Callable[[], None]) -> None:
+        self.app = app
+        self.link = Link(socket_path)
+        self.changed = changed  # redraw every view
+        self.connection = "connecting to meworkd…"
+        self.online = False
+        self.version = ""
+        self.servers: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, dict[str, Any]] = {}
+        self.tests: dict[str, dict[str, Any]] = {}  # the last servers.test result per server
+        self.reported: dict[str, dict[str, Any]] = {}  # servers.tools: what it last reported
+        self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
+        self.settings_state: dict[str, Any] = {}
+        self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
+
+    def set_connection(self, text: str, online: bool) -> None:
+        self.connection, self.online = text, online
+        self.changed()
+
+    async def snapshot(self) -> None:
+        """Everything a view shows, re-read after every (re)connect."""
+        status = await self.link.call("daemon.status")
+        self.version = str(status.get("version", ""))
+        await self.load_settings()
+        await self.load_servers()
+        self.questions = {}
+        for item in (await self.link.call("approvals.list")).get("approvals", []):
+            self.questions[item["approvalId"]] = {"kind": "approval", **item}
+        try:
+            listed = await self.link.call("elicitations.list")
+        except Exception:  # noqa: BLE001 - a daemon without elicitations (method_not_found)
+            listed = {}
+        for item in listed.get("elicitations", []):
+            self.questions[item["elicitationId"]] = {"kind": "elicitation", **item}
+
+    async def load_servers(self) -> None:
+        listed = (await self.link.call("servers.list")).get("servers", [])
+        self.servers = {entry["name"]: entry for entry in listed}
+        for entry in listed:
+            if isinstance(entry.get("lastError"), dict):
+                self.failures[entry["name"]] = entry["lastError"]
+
+    async def load_settings(self) -> None:
+        self.settings_state = await self.link.call("settings.get")
+
+    async def on_event(self, topic: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        if topic == "server.status":
+            self.note_status(data)
+            await self.load_servers()
+        elif topic == "server.auth":
+            self.note_login(data)
+            await self.load_servers()
+        elif topic == "settings.reloaded":
+            await self.load_servers()
+            await self.load_settings()
+        elif topic == "settings.invalid":
+            await self.load_settings()
+            if data.get("error"):
+                self.app.notify(f"settings file not used: {data['error']}", severity="error")
+        elif topic in ("approval.requested", "elicitation.requested"):
+            self.ask(topic.split(".")[0], data)
+        elif topic in ("approval.resolved", "elicitation.resolved"):
+            self.questions.pop(str(data.get("approvalId") or data.get("elicitationId")), None)
+        self.changed()
+
+    def note_status(self, data: dict[str, Any]) -> None:
+        server = str(data.get("server"))
+        if data.get("status") == "failed":
+            self.failures[server] = data
+        elif data.get("status") == "connected":
+            self.failures.pop(server, None)
+
+    def note_login(self, data: dict[str, Any]) -> None:
+        """A login prompt with its URL, wherever the person is (the browser step is theirs)."""
+        server, url = str(data.get("name")), data.get("authorizationUrl")
+        if data.get("state") == "pending" and url:
+            self.login_urls[server] = str(url)
+            self.app.notify(f"{server}: log in at {url}", timeout=30)
+        else:
+            self.login_urls.pop(server, None)
+
+    def ask(self, kind: str, data: dict[str, Any]) -> None:
+        """A question never takes focus: it is queued, counted in the bar, announced."""
+        key = str(data.get("approvalId") or data.get("elicitationId"))
+        self.questions[key] = {"kind": kind, **data}
+        self.app.bell()
+        what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
+        self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
+
+    def record_test(self, name: str, result: dict[str, Any]) -> None:
+        """Keep a test's verdict: a success clears a failure, a failure replaces it."""
+        if result.get("ok"):
+            self.tests[name] = result
+            self.failures.pop(name, None)
+        elif result:
+            self.failures[name] = result
+        self.changed()
+
+    def bar_text(self) -> str:
+        version = f"meworkd {self.version} · " if self.version else ""
+        waiting = len(self.questions)
+        badge = f" · ⚑ {waiting} question{'s' * (waiting != 1)} (F4)" if waiting else ""
+        return f"{version}{self.connection}{badge}"
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """A call from a worker; a failure is shown and becomes None (a worker must not raise)."""
+        try:
+            return await self.link.call(method, params)
+        except (Offline, ConnectionError, OSError) as exc:
+            self.app.notify(describe(exc), severity="error")
+        except Exception as exc:  # noqa: BLE001 - RpcError and kin: shown, never a crash
+            if method not in self.link.missing:
+                self.app.notify(f"{method}: {describe(exc)}", severity="error")
+        return None
+
+
+class HasModel(Protocol):
+    model: Model

@@ -1,0 +1,226 @@
+"""Questions to the person: approvals with their full arguments, and elicitation forms.
+
+The queue is the app's (``MeworkApp.questions``); an answer given elsewhere removes the item, so
+this screen shows whatever is first and closes when nothing waits.
+"""
+
+import json
+from typing import Any, ClassVar, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static, TextArea
+
+from mework_ui.model import HasModel, Model
+
+__all__ = ["QuestionScreen", "approval_text"]
+
+SCOPE = "approvals.respond/scope"
+
+
+def approval_text(item: dict[str, Any], position: str) -> str:
+    mandatory = "" if item.get("hookMayDecide", True) else "⚑ mandatory: asks every call · "
+    return (
+        f"Approval {position} · conversation {item.get('conversationId')}\n"
+        f"{item.get('server')} › {item.get('tool')}   {item.get('name')}\n"
+        f"{mandatory}{item.get('reason') or ''}"
+    )
+
+
+class QuestionScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "allow", "Allow once"),
+        Binding("c", "allow_conversation", "For conversation"),
+        Binding("n", "deny", "Deny…"),
+        Binding("ctrl+s", "submit", "Send form", priority=True),
+        Binding("d", "decline", "Decline", show=False),
+        Binding("j", "step(1)", "Next"),
+        Binding("k", "step(-1)", "Prev", show=False),
+        Binding("escape", "later", "Later"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index = 0
+        self.shown: str | None = None
+
+    @property
+    def mework(self) -> Model:
+        return cast(HasModel, self.app).model
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static("", id="q-head")
+            yield TextArea("", id="q-args", read_only=True)
+            yield VerticalScroll(id="q-form")
+            yield Input(placeholder="reason for denying (Enter sends)", id="q-reason")
+            yield Static("", id="q-note")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#q-reason").display = False
+        self.refresh_model()
+
+    def current(self) -> dict[str, Any] | None:
+        items = list(self.mework.questions.values())
+        if not items:
+            return None
+        self.index %= len(items)
+        return items[self.index]
+
+    def refresh_model(self) -> None:
+        item = self.current()
+        if item is None:
+            self.dismiss(None)  # answered here or elsewhere: nothing waits
+            return
+        key = str(item.get("approvalId") or item.get("elicitationId"))
+        if key == self.shown:
+            return
+        self.shown = key
+        self.refresh_bindings()
+        position = f"{self.index + 1} of {len(self.mework.questions)}"
+        self.query_one("#q-reason").display = False
+        if item["kind"] == "approval":
+            self.show_approval(item, position)
+        else:
+            self.show_form(item, position)
+
+    def show_approval(self, item: dict[str, Any], position: str) -> None:
+        self.query_one("#q-head", Static).update(approval_text(item, position))
+        args = json.dumps(item.get("arguments"), indent=2, ensure_ascii=False)
+        area = self.query_one("#q-args", TextArea)
+        area.display, area.text = True, args
+        self.query_one("#q-form").display = False
+        area.focus()  # on the arguments, never on a button: Enter approves nothing
+        may_scope = item.get("hookMayDecide") and SCOPE not in self.mework.link.missing
+        keys = "y once · c for the conversation · n deny" if may_scope else "y once · n deny"
+        self.query_one("#q-note", Static).update(f"{keys} · esc later")
+
+    def show_form(self, item: dict[str, Any], position: str) -> None:
+        message = item.get("message") or ""
+        head = f"Question {position} from {item.get('server')}: {message}"
+        self.query_one("#q-head", Static).update(head)
+        self.query_one("#q-args").display = False
+        form = self.query_one("#q-form", VerticalScroll)
+        form.display = True
+        form.remove_children()
+        if item.get("url"):
+            form.mount(Static(f"open this address: {item['url']}"))
+        schema = item.get("requestedSchema") or {}
+        required = set(schema.get("required") or [])
+        for field, spec in (schema.get("properties") or {}).items():
+            mark = " *" if field in required else ""
+            label = f"{spec.get('title') or field}{mark}: {spec.get('description', '')}"
+            form.mount(Static(label), Input(id=f"e-{field}", placeholder=spec.get("type", "")))
+        self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Only the keys that apply to the question shown are offered (None hides one)."""
+        item = self.current()
+        kind = item["kind"] if item is not None else ""
+        if action in ("allow", "deny"):
+            return kind == "approval" or None
+        if action == "allow_conversation":
+            ok = kind == "approval" and item is not None and item.get("hookMayDecide")
+            return (ok and SCOPE not in self.mework.link.missing) or None
+        if action in ("submit", "decline"):
+            return kind == "elicitation" or None
+        return True
+
+    def action_step(self, delta: int) -> None:
+        self.index += delta
+        self.shown = None
+        self.refresh_model()
+
+    def action_later(self) -> None:
+        self.dismiss(None)
+
+    def action_allow(self) -> None:
+        self.respond("allow")
+
+    def action_allow_conversation(self) -> None:
+        item = self.current()
+        if item is not None and item["kind"] == "approval" and item.get("hookMayDecide"):
+            self.respond("allow", scope="conversation")
+
+    def action_deny(self) -> None:
+        reason = self.query_one("#q-reason", Input)
+        reason.display = True
+        reason.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "q-reason":
+            self.respond("deny", reason=event.value)
+
+    @work(group="answer")
+    async def respond(self, decision: str, **extra: str) -> None:
+        item = self.current()
+        if item is None or item["kind"] != "approval":
+            return
+        params = {"approvalId": item["approvalId"], "decision": decision}
+        params.update({k: v for k, v in extra.items() if v})
+        try:
+            await self.mework.link.call("approvals.respond", params)
+        except Exception as exc:  # noqa: BLE001 - each refusal is said, none crashes the app
+            self.refused(exc, item, "scope" in extra)
+            return
+        self.answered(item["approvalId"])
+
+    def refused(self, exc: Exception, item: dict[str, Any], scoped: bool) -> None:
+        kind = getattr(exc, "kind", "")
+        if kind == "approval_not_found":
+            self.notify("already answered elsewhere (or expired)")
+            self.answered(item["approvalId"])
+        elif scoped and kind == "invalid_params":
+            self.mework.link.missing.add(SCOPE)
+            self.notify("this meworkd cannot allow for a conversation: allow once or deny")
+            self.shown = None
+            self.refresh_model()
+        else:
+            self.notify("the answer was refused", severity="error")
+
+    def answered(self, key: str) -> None:
+        self.mework.questions.pop(key, None)
+        self.shown = None
+        self.mework.changed()
+
+    def action_submit(self) -> None:
+        self.answer_form("accept")
+
+    def action_decline(self) -> None:
+        self.answer_form("decline")
+
+    @work(group="answer")
+    async def answer_form(self, action: str) -> None:
+        item = self.current()
+        if item is None or item["kind"] != "elicitation":
+            return
+        schema = (item.get("requestedSchema") or {}).get("properties") or {}
+        content = {
+            field: typed(i.value, schema.get(field) or {})
+            for i in self.query("#q-form Input").results(Input)
+            if i.value and (field := (i.id or "")[2:])
+        }
+        params: dict[str, Any] = {"elicitationId": item["elicitationId"], "action": action}
+        if action == "accept":
+            params["content"] = content
+        if await self.mework.call("elicitations.respond", params) is not None:
+            self.answered(item["elicitationId"])
+
+
+def typed(text: str, spec: dict[str, Any]) -> Any:
+    """A form field's text as the schema's type (elicitation schemas are flat primitives)."""
+    kind = spec.get("type")
+    if kind == "boolean":
+        return text.strip().lower() in ("y", "yes", "true", "1", "on")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text  # the daemon (or the server) says what is wrong with it
+    return text

@@ -1,0 +1,162 @@
+"""Settings → MCP: every server with its transport, switch, live status and why it failed."""
+
+from typing import Any, ClassVar, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
+from mework_ui.model import HasModel, Model
+from mework_ui.words import failure_text, server_status, settings_banner, test_summary
+
+__all__ = ["ServersScreen"]
+
+COLUMNS = (("Status", "status"), ("Server", "name"), ("Type", "type"), ("On", "on"))
+
+
+class ServersScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "add", "Add▾"),
+        Binding("enter", "open", "Open"),
+        Binding("space", "switch", "On/off"),
+        Binding("t", "test", "Test"),
+        Binding("l", "logs", "Logs"),
+        Binding("delete", "remove", "Remove"),
+        Binding("r", "reload", "Reload", show=False),
+        Binding("R", "restart", "Restart sessions", show=False),
+    ]
+
+    @property
+    def mework(self) -> Model:
+        return cast(HasModel, self.app).model
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.mework.bar_text(), id="topbar")
+        yield Static("Settings → MCP", id="title")
+        yield Static("", id="banner")
+        yield DataTable(id="servers", cursor_type="row", zebra_stripes=False)
+        yield Static("", id="note")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, key in COLUMNS:
+            table.add_column(label, key=key)
+        self.refresh_model()
+
+    def refresh_model(self) -> None:
+        """Rows updated in place, so the cursor stays where the person left it."""
+        app, table = self.mework, self.query_one(DataTable)
+        banner = settings_banner(app.settings_state)
+        self.query_one("#banner", Static).update(banner)
+        self.query_one("#banner", Static).display = bool(banner)
+        for name in [str(k.value) for k in table.rows if k.value not in app.servers]:
+            table.remove_row(name)
+        for name, entry in app.servers.items():
+            cells = self.cells(entry)
+            if name in table.rows:
+                for (_label, key), value in zip(COLUMNS, cells, strict=True):
+                    table.update_cell(name, key, value, update_width=True)
+            else:
+                table.add_row(*cells, key=name)
+        self.show_note()
+
+    def cells(self, entry: dict[str, Any]) -> tuple[str, ...]:
+        failure = self.mework.failures.get(entry["name"])
+        on = "on" if entry.get("enabled") else "off"
+        return (server_status(entry, failure), entry["name"], str(entry.get("type") or "?"), on)
+
+    def selected(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def on_data_table_row_highlighted(self) -> None:
+        self.show_note()
+
+    def show_note(self) -> None:
+        """The selected server's reason in full: R1, say why in place."""
+        name, app = self.selected(), self.mework
+        entry = app.servers.get(name or "")
+        text = "" if app.servers else "No servers yet: press a to add one or import JSON."
+        if entry is not None:
+            if entry.get("error"):
+                text = f"! invalid entry: {entry['error']}"
+            elif name in app.failures:
+                text = failure_text(app.failures[name])
+            elif name in app.tests:
+                text = test_summary(app.tests[name])
+            else:
+                text = entry.get("description") or ""
+        self.query_one("#note", Static).update(text)
+
+    def on_data_table_row_selected(self) -> None:
+        self.action_open()
+
+    def action_add(self) -> None:
+        self.app.push_screen(AddMenu(), self.added)
+
+    def added(self, choice: str | None) -> None:
+        from mework_ui.detail import DetailScreen
+
+        if choice == "add":
+            self.app.push_screen(DetailScreen(None))
+        elif choice == "import":
+            self.app.push_screen(ImportDialog())
+
+    def action_open(self, tab: str = "general") -> None:
+        from mework_ui.detail import DetailScreen
+
+        if (name := self.selected()) is not None:
+            self.app.push_screen(DetailScreen(name, tab))
+
+    def action_logs(self) -> None:
+        self.action_open("logs")
+
+    @work(group="servers")
+    async def action_switch(self) -> None:
+        name = self.selected()
+        if name is not None and name in self.mework.servers:
+            enabled = not self.mework.servers[name].get("enabled")
+            await self.mework.call("servers.update", {"name": name, "patch": {"enabled": enabled}})
+
+    @work(group="servers")
+    async def action_test(self) -> None:
+        if (name := self.selected()) is None:
+            return
+        self.query_one("#note", Static).update(f"… testing {name}")
+        result = await self.mework.call("servers.test", {"name": name}) or {}
+        self.mework.record_test(name, result)
+        self.mework.changed()
+
+    @work(group="servers")
+    async def action_restart(self) -> None:
+        """Close the server's sessions; each conversation dials it afresh on next use."""
+        if (name := self.selected()) is not None:
+            result = await self.mework.call("servers.closeSessions", {"name": name})
+            if result is not None:
+                self.notify(f"{name}: {result.get('sessionsClosed', 0)} sessions closed")
+
+    @work(group="servers")
+    async def action_reload(self) -> None:
+        await self.mework.call("settings.reload")
+
+    def action_remove(self) -> None:
+        name = self.selected()
+        if name is not None:
+            self.app.push_screen(ConfirmRemove(name), self.removed)
+
+    def removed(self, name: str | None) -> None:
+        if name is not None:
+            self.remove_server(name)
+
+    @work(group="servers")
+    async def remove_server(self, name: str) -> None:
+        if name:
+            result = await self.mework.call("servers.remove", {"name": name})
+            if result is not None:
+                self.notify(f"removed {name}")

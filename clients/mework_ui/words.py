@@ -1,0 +1,73 @@
+"""Status words: every state a symbol plus a word, so no meaning rests on colour alone."""
+
+from typing import Any
+
+__all__ = ["failure_text", "server_status", "settings_banner", "test_summary"]
+
+_LIVE = {
+    "connected": "● connected",
+    "enabled": "○ idle",
+    "closed": "○ idle",
+    "disabled": "– disabled",
+    "invalid": "! invalid",
+}
+
+# OAuth states (servers.list `auth.state`) that stop a server from connecting until a login.
+LOGIN_STATES = {"required": "needs login", "pending": "login pending", "failed": "login failed"}
+
+# The README's hint per failure reason: what a person can do about it.
+HINTS = {
+    "command_not_found": "the daemon's PATH is short under systemd: use an absolute command",
+    "exited": "the server stopped during start-up: see its Logs",
+    "timeout": "a first npx run downloads packages: raise timeoutSeconds",
+    "http_status": "check the URL, the headers and their ${VAR}s",
+    "unset_variable": "set it with: systemctl --user set-environment NAME=value",
+    "protocol_error": "the server wrote something other than MCP on stdout",
+    "auth_required": "log in to this server: Enter, then ctrl+l",
+}
+
+
+def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
+    """The Status cell: the daemon's word, a failure the UI saw, or a needed login."""
+    status = str(entry.get("status", ""))
+    if status in ("disabled", "invalid"):
+        return _LIVE[status]
+    auth = entry.get("auth")
+    if isinstance(auth, dict) and auth.get("state") in LOGIN_STATES:
+        return f"⚷ {LOGIN_STATES[auth['state']]}"
+    if failure is not None and status != "connected":
+        return f"✘ failed: {failure.get('reason') or 'error'}"
+    word = _LIVE.get(status, status)
+    sessions = entry.get("sessions") or 0
+    return f"{word} ({sessions})" if status == "connected" and sessions else word
+
+
+def failure_text(failure: dict[str, Any]) -> str:
+    """A failure in full: the reason, the daemon's sentence, the hint and the stderr tail."""
+    reason = str(failure.get("reason") or "error")
+    lines = [f"✘ {reason}: {failure.get('error') or ''}".rstrip(": ")]
+    if reason in HINTS:
+        lines.append(f"  hint: {HINTS[reason]}")
+    lines += [f"  stderr: {line}" for line in failure.get("stderrTail") or []]
+    return "\n".join(lines)
+
+
+def test_summary(result: dict[str, Any]) -> str:
+    """One line for a successful servers.test: who answered and what it offers."""
+    info = result.get("serverInfo") or {}
+    tools = len(result.get("tools") or [])
+    ms = float(result.get("durationMs") or 0)
+    return (
+        f"✓ {info.get('name', '?')} {info.get('version', '')} · "
+        f"protocol {result.get('protocolVersion') or '?'} · {tools} tools · {ms:.0f} ms"
+    )
+
+
+def settings_banner(state: dict[str, Any]) -> str:
+    """The settings file's own state: unreadable, invalid parts, or unsafe permissions."""
+    lines: list[str] = []
+    if state.get("unreadable"):
+        lines.append(f"! settings file not used: {state['unreadable']} (editing is refused)")
+    lines += [f"! settings: {error}" for error in state.get("errors") or []]
+    lines += [f"! unsafe: {warning}" for warning in state.get("warnings") or []]
+    return "\n".join(lines)

@@ -1,0 +1,57 @@
+"""What the UI writes for each state: a symbol and a word, the reason and the fix."""
+
+import pytest
+
+pytest.importorskip("textual")
+
+from mework_ui.fields import FieldError, parse_field, show_field
+from mework_ui.questions import typed
+from mework_ui.words import failure_text, server_status
+
+
+@pytest.mark.parametrize(
+    ("entry", "failure", "shown"),
+    [
+        ({"status": "connected", "sessions": 2}, None, "● connected (2)"),
+        ({"status": "enabled"}, {"reason": "exited"}, "✘ failed: exited"),
+        ({"status": "connected", "sessions": 1}, {"reason": "exited"}, "● connected (1)"),
+        ({"status": "disabled"}, {"reason": "exited"}, "– disabled"),
+        ({"status": "invalid"}, None, "! invalid"),
+        ({"status": "enabled", "auth": {"state": "required"}}, None, "⚷ needs login"),
+        ({"status": "enabled", "auth": {"state": "authorized"}}, None, "○ idle"),
+    ],
+)
+def test_status_words(entry: dict[str, object], failure: dict[str, str] | None, shown: str) -> None:
+    assert server_status(entry, failure) == shown
+
+
+def test_a_failure_says_why_and_what_to_do() -> None:
+    text = failure_text(
+        {"reason": "command_not_found", "error": "command not found: x", "stderrTail": ["boom"]}
+    )
+    assert text.splitlines() == [
+        "✘ command_not_found: command not found: x",
+        "  hint: the daemon's PATH is short under systemd: use an absolute command",
+        "  stderr: boom",
+    ]
+
+
+def test_fields_round_trip_and_refuse_clearly() -> None:
+    entry = {"args": ["--dir", "my files"], "env": {"A": "1 2"}, "timeoutSeconds": 60.0}
+    assert parse_field("args", show_field("args", entry)) == entry["args"]
+    assert parse_field("env", show_field("env", entry)) == entry["env"]
+    assert show_field("timeoutSeconds", entry) == "60"
+    assert parse_field("url", "  ") is None  # an emptied field removes the key
+    with pytest.raises(FieldError, match="NAME=value"):
+        parse_field("env", "TOKEN")
+    with pytest.raises(FieldError, match="unbalanced quotes"):
+        parse_field("args", "'open")
+    with pytest.raises(FieldError, match="number of seconds"):
+        parse_field("timeoutSeconds", "soon")
+
+
+def test_form_answers_take_the_schemas_types() -> None:
+    assert typed("42", {"type": "integer"}) == 42
+    assert typed("yes", {"type": "boolean"}) is True
+    assert typed("4.5", {"type": "number"}) == 4.5
+    assert typed("many", {"type": "integer"}) == "many"  # the daemon names the problem
