@@ -282,3 +282,40 @@ def test_a_terminal_prompt_answered_elsewhere_goes_away(daemon: Daemon) -> None:
             call.communicate()
         os.close(leader)
     assert (call.returncode, out) == (0, "hi\n")
+
+
+ASKING = Path(__file__).resolve().parent / "servers" / "asking.py"
+
+
+def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
+    ok(daemon, "servers", "add", "asker", "--", sys.executable, str(ASKING))
+    ok(daemon, "conv", "create", "--id", "c-asker", "--server", "asker", "--level", "full_access")
+    begun = ok_json(daemon, "turn", "begin", "c-asker")
+    tool = next(bound for bound, b in begun["bindings"].items() if b["tool"] == "ask_prefs")
+    leader, follower = pty.openpty()
+    call = subprocess.Popen(
+        [str(MEWORKCTL), "--socket", str(daemon.socket), "call", begun["turnId"], tool, "{}"],
+        text=True,
+        env=daemon.env(),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        shown = read_until(leader, b"Answer? [y = accept / d = decline / c = cancel] ")
+        assert b"Waiting for an answer to asker's question" in shown
+        assert b"Tell me your preferences" in shown
+        # One line per prompt: the name typed, the other fields left to their defaults.
+        for answer in (b"y\n", b"Ada\n", b"\n", b"\n", b"\n"):
+            if answer != b"y\n":
+                read_until(leader, b"): ")
+            os.write(leader, answer)
+        out, _ = call.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if call.poll() is None:
+            call.kill()
+            call.communicate()
+        os.close(leader)
+    assert call.returncode == 0, out
+    assert 'accepted {"color": "green", "count": 3, "name": "Ada", "notify": false}' in out

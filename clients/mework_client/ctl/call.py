@@ -1,9 +1,10 @@
-"""``meworkctl call``: a tool call that says when it waits for approval and can be answered here.
+"""``meworkctl call``: a tool call that says when it waits for a person and can be answered here.
 
 The call runs on its own connection in a helper thread; the main thread watches the approval
-events of this call (by its ``callId``) and, on a terminal, asks y/n (or a reason, which
-denies) and answers with ``approvals.respond``. Elsewhere it says how to answer from another
-terminal and keeps waiting. Ctrl-C cancels the call and its pending approval
+and elicitation events of this call (by its ``callId``) and, on a terminal, asks y/n (or a
+reason, which denies) and answers with ``approvals.respond``, or fills in the server's form
+(``mework_client.ctl.requests``). Elsewhere it says how to answer from another terminal and
+keeps waiting. Ctrl-C cancels the call and its pending approval
 (``turns.cancel``) and exits 130. The helper thread reports through a queue and wakes a prompt
 that waits on stdin through a pipe, so nothing polls.
 """
@@ -18,11 +19,12 @@ import threading
 from typing import Any
 
 from mework_protocol.codes import METHOD_NOT_FOUND
-from mework_protocol.topics import APPROVAL_TOPICS
+from mework_protocol.topics import APPROVAL_TOPICS, ELICITATION_TOPICS
 
 from mework_client import Client, RpcError
 from mework_client.ctl.command import EXIT_INTERRUPTED, EXIT_OK, PROG, Command, Ctx
 from mework_client.ctl.layout import obj
+from mework_client.ctl.requests import answer_elicitation
 
 __all__ = ["ask_decision", "run_call"]
 
@@ -53,8 +55,23 @@ class _CallThread(threading.Thread):
         os.write(self.wake_write, b"x")
 
 
-class _ApprovalThread(threading.Thread):
-    """Posts ``("approval", data)`` for this call's requests; writes ``resolved`` when answered."""
+_TOPICS = (*APPROVAL_TOPICS, *ELICITATION_TOPICS)
+# Event topic -> (the kind posted to the main thread, the key of the question's id).
+_ASKED = {
+    "approval.requested": ("approval", "approvalId"),
+    "elicitation.requested": ("elicitation", "elicitationId"),
+}
+_ANSWERED = {"approval.resolved": "approvalId", "elicitation.resolved": "elicitationId"}
+
+
+def _asks_this_call(question: dict[str, Any], call_id: str) -> bool:
+    # A question asked while several calls were in flight names them all (``inFlight``).
+    return question.get("callId") == call_id or call_id in (question.get("inFlight") or ())
+
+
+class _QuestionThread(threading.Thread):
+    """Posts ``(kind, data)`` for this call's approvals and forms; writes ``resolved`` when one
+    is answered (here or elsewhere)."""
 
     def __init__(
         self, stream: Client, call_id: str, inbox: queue.Queue[Any], resolved: int
@@ -65,12 +82,13 @@ class _ApprovalThread(threading.Thread):
 
     def run(self) -> None:
         try:
-            for topic, data in self.stream.events(list(APPROVAL_TOPICS)):
-                approval = obj(data)
-                if topic == "approval.requested" and approval.get("callId") == self.call_id:
-                    self.ids.add(str(approval.get("approvalId")))
-                    self.inbox.put(("approval", approval))
-                elif topic == "approval.resolved" and approval.get("approvalId") in self.ids:
+            for topic, data in self.stream.events(list(_TOPICS)):
+                question = obj(data)
+                if topic in _ASKED and _asks_this_call(question, self.call_id):
+                    kind, key = _ASKED[topic]
+                    self.ids.add(str(question.get(key)))
+                    self.inbox.put((kind, question))
+                elif topic in _ANSWERED and question.get(_ANSWERED[topic]) in self.ids:
                     os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
         except (OSError, ValueError):
             pass  # the connection closed: the call's own reply says what happened
@@ -108,6 +126,20 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> 
         ctx.note(f"{approval_id} was answered elsewhere")
 
 
+def _on_elicitation(ctx: Ctx, question: dict[str, Any], wakes: tuple[int, int]) -> None:
+    eid = question.get("elicitationId")
+    ctx.note(f"Waiting for an answer to {question.get('server')}'s question, elicitation {eid}.")
+    if not (sys.stdin.isatty() and ctx.err.isatty()):
+        ctx.note(f"Answer it elsewhere: {PROG} requests watch")
+        return
+
+    def ask(prompt: str) -> str | None:
+        line = _read_answer(prompt, ctx, wakes)
+        return None if line is None else line.rstrip("\n")
+
+    answer_elicitation(ctx, question, ctx.note, ask, ctx.style)
+
+
 def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
     try:
         ctx.call("turns.cancel", {"turnId": params["turnId"], "callId": params["callId"]})
@@ -117,20 +149,20 @@ def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
     return EXIT_INTERRUPTED
 
 
-def _watch_approvals(
+def _watch_questions(
     ctx: Ctx, call_id: str, inbox: queue.Queue[Any], resolved: int
 ) -> Client | None:
-    """A stream of this call's approval requests (``None`` if this meworkd has no events)."""
+    """A stream of this call's questions (``None`` if this meworkd has no events)."""
     stream = ctx.connect(stream=True)
     try:
-        # Subscribed before the call starts, so its approval request cannot be missed.
-        stream.call("events.subscribe", {"topics": list(APPROVAL_TOPICS)})
+        # Subscribed before the call starts, so its questions cannot be missed.
+        stream.call("events.subscribe", {"topics": list(_TOPICS)})
     except RpcError as exc:
         stream.close()
         if exc.code == METHOD_NOT_FOUND:
             return None  # the call itself still works; it just cannot say it waits
         raise
-    _ApprovalThread(stream, call_id, inbox, resolved).start()
+    _QuestionThread(stream, call_id, inbox, resolved).start()
     return stream
 
 
@@ -140,13 +172,15 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
     inbox: queue.Queue[Any] = queue.Queue()
     caller = _CallThread(ctx, params, inbox)
     resolved_read, resolved_write = os.pipe()
-    stream = _watch_approvals(ctx, params["callId"], inbox, resolved_write)
+    stream = _watch_questions(ctx, params["callId"], inbox, resolved_write)
     try:
         caller.start()
         while True:
             kind, value = inbox.get()
             if kind == "approval":
                 _on_approval(ctx, value, (caller.wake_read, resolved_read))
+            elif kind == "elicitation":
+                _on_elicitation(ctx, value, (caller.wake_read, resolved_read))
             elif kind == "error":
                 raise value
             else:

@@ -126,7 +126,7 @@ class Ctx:
         """A connection; ``stream`` ones wait for events forever, ``wait`` ones for slow calls."""
         return Client(self.args.socket, None if stream else self.timeout(wait=wait))
 
-    def call(self, method: str, params: dict[str, Any] | None, *, wait: bool = False) -> Any:
+    def call(self, method: str, params: dict[str, Any] | None = None, *, wait: bool = False) -> Any:
         with self.connect(wait=wait) as client:
             return client.call(method, params)
 
