@@ -31,6 +31,21 @@ def warned(doc: ImportDocument) -> list[tuple[str, str]]:
     return [(w["name"], w["field"]) for w in doc.warnings]
 
 
+def test_every_field_of_meworkds_own_entries_is_kept_without_a_warning() -> None:
+    # An export of meworkd's own settings imports back whole, the newest fields included.
+    entry = {
+        "type": "streamable_http",
+        "url": "https://example.com/mcp",
+        "oauth": {"clientId": "abc", "scopes": ["read"]},
+        "sessionScope": "shared",
+        "logLevel": "info",
+        "description": "docs",
+    }
+    doc = parsed({"mcpServers": {"docs": entry}})
+    assert doc.entries["docs"] == entry
+    assert doc.warnings == []
+
+
 def test_claude_desktop() -> None:
     # https://modelcontextprotocol.io/docs/develop/connect-local-servers
     # (claude_desktop_config.json)

@@ -11,28 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from meworkd.settings.model import ServerConfig
+
 __all__ = ["OWN_FIELDS", "Rejected", "Translated", "translate"]
 
-# The fields of a meworkd entry (docs/api.md, "Server entries"); they are taken as they are.
-OWN_FIELDS = frozenset(
-    {
-        "type",
-        "command",
-        "args",
-        "env",
-        "envFile",
-        "cwd",
-        "url",
-        "headers",
-        "enabled",
-        "description",
-        "timeoutSeconds",
-        "longRunning",
-        "disabledTools",
-        "disabledAutoApproveTools",
-        "serverInfo",
-    }
-)
+# The fields of a meworkd entry, as the file spells them: one definition, the entry's own type.
+OWN_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(ServerConfig))
 # Goose's extension types that are not MCP servers meworkd could run.
 _GOOSE_BUILTIN = frozenset({"builtin", "platform", "frontend", "inline_python"})
 # Keys only Cline / Roo write: their "timeout" is in seconds.
