@@ -57,6 +57,7 @@ __all__ = [
     "free_port",
     "http_fixture",
     "kitchen",
+    "serving",
     "session_for",
     "start_daemon",
     "text_of",
@@ -274,10 +275,10 @@ async def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 3
 
 
 @asynccontextmanager
-async def http_fixture(mode: str = "normal") -> AsyncIterator[str]:
-    """Run ``tests/servers/http_server.py --mode MODE``; yield its MCP URL."""
+async def serving(script: str, *args: str) -> AsyncIterator[str]:
+    """Run a fixture HTTP server that prints ``READY <port>``; yield ``http://127.0.0.1:<port>``."""
     proc = subprocess.Popen(
-        [PY, HTTP_SERVER, "--port", "0", "--mode", mode],
+        [PY, script, "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -288,7 +289,7 @@ async def http_fixture(mode: str = "normal") -> AsyncIterator[str]:
         with anyio.fail_after(30):
             line = await anyio.to_thread.run_sync(proc.stdout.readline)
         assert line.startswith(b"READY "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
     finally:
         proc.terminate()
         try:
@@ -298,3 +299,10 @@ async def http_fixture(mode: str = "normal") -> AsyncIterator[str]:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@asynccontextmanager
+async def http_fixture(mode: str = "normal") -> AsyncIterator[str]:
+    """Run ``tests/servers/http_server.py --mode MODE``; yield its MCP URL."""
+    async with serving(str(HTTP_SERVER), "--mode", mode) as base:
+        yield f"{base}/mcp"

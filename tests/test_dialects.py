@@ -7,8 +7,8 @@ Each snippet cites where its shape comes from (placeholders kept or shortened).
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from mework_client.ctl.servers_import import ask_input
 
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects import ImportDocument, parse_import
-from tests.daemon_helpers import PY, SERVERS, envdump, start_daemon
+from tests.daemon_helpers import SERVERS, envdump, serving, start_daemon
 
 
 def parsed(document: Any, inputs: dict[str, str] | None = None) -> ImportDocument:
@@ -424,26 +424,9 @@ def test_an_unknown_container_is_explained() -> None:
 # --- what the imported fields do at connect time ----------------------------------------------
 
 
-@asynccontextmanager
-async def legacy_sse_server() -> AsyncIterator[str]:
-    """Run ``tests/servers/legacy_sse.py``; yield its base address."""
-    proc = subprocess.Popen(
-        [PY, str(SERVERS / "legacy_sse.py"), "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        with anyio.fail_after(30):
-            line = await anyio.to_thread.run_sync(proc.stdout.readline)
-        assert line.startswith(b"READY "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        proc.terminate()
-        await anyio.to_thread.run_sync(proc.wait)
-        proc.stdout.close()  # type: ignore[union-attr]
+def legacy_sse_server() -> AbstractAsyncContextManager[str]:
+    """Run ``tests/servers/legacy_sse.py``; its base address."""
+    return serving(str(SERVERS / "legacy_sse.py"))
 
 
 @pytest.mark.anyio
