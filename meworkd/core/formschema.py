@@ -9,6 +9,8 @@ so every frontend gets the same rules and the server gets only a valid answer.
 import re
 from typing import Any
 
+from mework_protocol.forms import field_choices
+
 from meworkd.base.errors import InvalidParams
 
 __all__ = ["complete_answer", "schema_problem"]
@@ -24,15 +26,6 @@ _FORMATS = {
 }
 
 
-def _choices(field: dict[str, Any]) -> list[Any] | None:
-    if isinstance(field.get("enum"), list):
-        return list(field["enum"])
-    for key in ("oneOf", "anyOf"):
-        if isinstance(field.get(key), list):
-            return [o.get("const") for o in field[key] if isinstance(o, dict)]
-    return None
-
-
 def schema_problem(schema: object) -> str | None:
     """Why ``schema`` is no flat elicitation form (None when it is one)."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
@@ -46,7 +39,7 @@ def schema_problem(schema: object) -> str | None:
         kind = field.get("type")
         if kind == "array":
             items = field.get("items")
-            if not isinstance(items, dict) or _choices(items) is None:
+            if not isinstance(items, dict) or field_choices(items) is None:
                 return f"field {name!r}: an array must be a multi-select of fixed choices"
         elif kind not in PRIMITIVES:
             return f"field {name!r}: type {kind!r} is not allowed in a form (flat primitives only)"
@@ -83,7 +76,7 @@ def _field_problem(field: dict[str, Any], value: Any) -> str | None:
     kind = field.get("type")
     if kind == "array":
         return _array_problem(field, value)
-    choices = _choices(field)
+    choices = field_choices(field)
     if choices is not None and value not in choices:
         return f"expected one of {choices}"
     if kind == "string":
@@ -117,7 +110,7 @@ def _string_problem(field: dict[str, Any], value: Any) -> str | None:
 def _array_problem(field: dict[str, Any], value: Any) -> str | None:
     if not isinstance(value, list):
         return "expected a list of choices"
-    choices = _choices(field.get("items", {})) or []
+    choices = field_choices(field.get("items", {})) or []
     wrong = [v for v in value if v not in choices]
     if wrong:
         return f"{wrong[0]!r} is not one of {choices}"

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from mework_protocol.forms import field_choices
 from mework_protocol.topics import REQUEST_TOPICS
 
 from mework_client import RpcError
@@ -37,19 +38,10 @@ class _EndOfInput(Exception):
     pass
 
 
-def _choices(field: dict[str, Any]) -> list[Any] | None:
-    if isinstance(field.get("enum"), list):
-        return list(field["enum"])
-    for key in ("oneOf", "anyOf"):
-        if isinstance(field.get(key), list):
-            return [o.get("const") for o in field[key] if isinstance(o, dict)]
-    return None
-
-
 def read_field(name: str, field: dict[str, Any], ask: Ask) -> tuple[bool, Any]:
     """Ask for one field; ``(False, None)`` when left empty (the daemon fills the default)."""
     kind = field.get("type")
-    choices = _choices(field.get("items", {}) if kind == "array" else field)
+    choices = field_choices(field.get("items", {}) if kind == "array" else field)
     label = field.get("title") or name
     hints = [f"{kind}"] + ([f"one of {', '.join(map(str, choices))}"] if choices else [])
     if "default" in field:
