@@ -1,14 +1,23 @@
-"""The synchronous client: one connection, sequential calls, events kept in order (stdlib only)."""
+"""The synchronous client: one connection, sequential calls, events kept in order (stdlib only).
+
+``meworkctl`` starts with this module, so ``typing`` is imported for annotations only (start-up
+time, bench B6).
+"""
+
+from __future__ import annotations
 
 import itertools
 import json
 import os
 import socket
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import TracebackType
+    from typing import Any, Self
 
 __all__ = [
     "Client",
