@@ -5,8 +5,8 @@ every client refuses to connect through one; once connected, a client sends noth
 whose uid (``SO_PEERCRED``) is not its own. Standard library only: ``meworkctl`` loads this.
 """
 
+import _socket as socket  # the C module under socket (its base class): meworkctl's start-up, B6
 import os
-import socket
 import stat
 import struct
 from pathlib import Path
