@@ -37,6 +37,8 @@ STATUS = CORE | {"mework_client.ctl.daemon", "mework_client.ctl.settings_state"}
 SLOW = (
     "argparse",
     "typing",
+    "socket",
+    "selectors",
     "gettext",
     "locale",
     "shlex",
