@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS
-
 from mework_client import Client, RpcError
 from mework_client.ctl.layout import Style, dumps, obj
 
@@ -88,6 +86,8 @@ def not_running_message(path: Path | str) -> str:
 
 def describe_rpc_error(error: RpcError, method: str | None = None) -> str:
     """One line for a person: the message, what it was about, and the stable kind."""
+    from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS  # errors only: start-up
+
     kind = error.kind if error.kind != "unknown" else STANDARD_KINDS.get(error.code, "unknown")
     if error.code == METHOD_NOT_FOUND:
         name = error.data if isinstance(error.data, str) else method
