@@ -39,6 +39,7 @@ SLOW = (
     "typing",
     "socket",
     "selectors",
+    "struct",
     "gettext",
     "locale",
     "shlex",
