@@ -176,18 +176,18 @@ class Client:
 
     def _readline(self) -> bytes:
         """The next line with its newline; what is left at end of stream (b"" when nothing)."""
-        while True:
-            end = self._unread.find(b"\n") + 1
-            if end:
-                line = bytes(self._unread[:end])
-                del self._unread[:end]
-                return line
+        scanned = 0  # the buffer holds no newline before this offset
+        while (end := self._unread.find(b"\n", scanned) + 1) == 0:
+            scanned = len(self._unread)
             chunk = self._sock.recv(READ_SIZE)
             if not chunk:
                 line = bytes(self._unread)
                 self._unread.clear()
                 return line
             self._unread += chunk
+        line = bytes(self._unread[:end])
+        del self._unread[:end]
+        return line
 
     def shutdown(self) -> None:
         """End the connection under a read blocked in another thread (that read gets EOF).

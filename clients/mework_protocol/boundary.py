@@ -5,7 +5,9 @@ every client refuses to connect through one; once connected, a client sends noth
 whose uid (``SO_PEERCRED``) is not its own. Standard library only: ``meworkctl`` loads this.
 """
 
-import _socket as socket  # the C module under socket (its base class): meworkctl's start-up, B6
+# _socket is the C module under socket: socket.socket derives from its socket class, so these
+# checks take either; importing socket itself would slow meworkctl's start-up (bench B6).
+import _socket as socket
 import os
 import stat
 import sys
