@@ -50,6 +50,8 @@ def describe(s: Services, name: str) -> dict[str, Any]:
         )
         if (auth := s.auth.status(name, config)) is not None:
             out["auth"] = auth  # OAuth state, scopes, expiry; never a token
+    # Its latest failure to connect or list (any conversation) until it connects again.
+    out["lastError"] = s.redactor.redact_value(s.pool.status.last_error(name))
     if error is not None:
         out["error"] = error
     return out
@@ -91,6 +93,7 @@ async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[s
     await s.store.mutate(lambda doc: edits.remove_server(doc, p.name))
     s.logs.forget(p.name)
     s.inventory.forget(p.name)
+    s.pool.status.forget(p.name)
     touched = s.live().state.replace_server_in_selections(p.name, None)
     return {"removed": p.name, "conversationsUpdated": touched}
 
@@ -108,6 +111,7 @@ async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict
     await s.store.mutate(lambda doc: edits.rename_server(doc, p.name, p.new_name))
     s.logs.rename(p.name, p.new_name)
     s.inventory.rename(p.name, p.new_name)
+    s.pool.status.rename(p.name, p.new_name)
     touched = s.live().state.replace_server_in_selections(p.name, p.new_name)
     return {**describe(s, p.new_name), "conversationsUpdated": touched}
 
