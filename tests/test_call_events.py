@@ -18,8 +18,10 @@ from tests.turn_helpers import (
     bound,
     counting,
     document,
+    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
+    wait_event,
 )
 
 pytestmark = pytest.mark.anyio
@@ -134,3 +136,23 @@ async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) 
         ("call.started", "last"),
         ("call.finished", "last"),
     ]
+
+
+async def test_a_call_cut_off_by_shutdown_still_gets_its_outcome(mw: Harness) -> None:
+    await mw.start(document({"k": kitchen()}))
+    events = await mw.connect(["turn.progress", "call.finished"])
+    turn = await mw.begin(await mw.conversation(["k"]))
+    params = {
+        "turnId": turn["turnId"],
+        "name": bound(turn, "k")["slow"],
+        "arguments": {"seconds": 60},
+        "callId": "running",
+    }
+    async with anyio.create_task_group() as tg:
+        start_call(tg, mw.c, "turns.callTool", params)
+        # The kitchen's slow tool reports progress 0 once its handler runs.
+        await wait_event(events, "turn.progress", lambda d: d["callId"] == "running")
+        await mw.restart()  # the call is cut off once the daemon's grace for requests ends
+    (entry,) = (await mw.call("audit.list"))["entries"]
+    expected = ("allow", "level", "meworkd stopped during the call", True)
+    assert (entry["decision"], entry["decidedBy"], entry["reason"], entry["isError"]) == expected
