@@ -324,6 +324,8 @@ class SessionPool:
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         self._max_live = settings.mcp.max_live_sessions
+        for name in diff.removed:
+            self.status.forget(name)  # a server added again later starts with no failure
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if settings.mcp.sampling != self._sampling:

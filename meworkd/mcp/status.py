@@ -62,8 +62,5 @@ class ServerStatus:
         return None if last is None else dict(last)
 
     def forget(self, server: str) -> None:
+        """Drop the server's failure (it was removed, or renamed: a new name starts afresh)."""
         self._last.pop(server, None)
-
-    def rename(self, old: str, new: str) -> None:
-        if old in self._last:
-            self._last[new] = self._last.pop(old)

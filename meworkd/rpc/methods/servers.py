@@ -93,7 +93,6 @@ async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[s
     await s.store.mutate(lambda doc: edits.remove_server(doc, p.name))
     s.logs.forget(p.name)
     s.inventory.forget(p.name)
-    s.pool.status.forget(p.name)
     touched = s.live().state.replace_server_in_selections(p.name, None)
     return {"removed": p.name, "conversationsUpdated": touched}
 
@@ -111,7 +110,6 @@ async def rename(s: Services, _conn: Connection, p: params.RenameParams) -> dict
     await s.store.mutate(lambda doc: edits.rename_server(doc, p.name, p.new_name))
     s.logs.rename(p.name, p.new_name)
     s.inventory.rename(p.name, p.new_name)
-    s.pool.status.rename(p.name, p.new_name)
     touched = s.live().state.replace_server_in_selections(p.name, p.new_name)
     return {**describe(s, p.new_name), "conversationsUpdated": touched}
 
