@@ -227,30 +227,33 @@ class Turns:
     ) -> tuple[Decision, dict[str, Any], int]:
         """Decide the call under the policy of now, then make it: (decision, result, limit)."""
         call_id = record.fields.call_id
-        current = await self._current(turn, name, binding)
-        if isinstance(current, Decision):
-            return current, error_result(current.reason or ""), 0
-        decision = await self._authorize(
-            turn, current, name, arguments, call_id, self._store.settings
-        )
+        checked = await self._current(turn, name, binding)
+        if isinstance(checked, Decision):
+            return checked, error_result(checked.reason or ""), 0
+        current, decide_with = checked
+        decision = await self._authorize(turn, current, name, arguments, call_id, decide_with)
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
         record.allowed = decision
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
-        again = await self._current(turn, name, current)
-        if isinstance(again, Decision):
-            return again, error_result(again.reason or ""), 0
-        call_with = self._store.settings
+        checked = await self._current(turn, name, current)
+        if isinstance(checked, Decision):
+            return checked, error_result(checked.reason or ""), 0
+        again, call_with = checked
         site = CallSite(turn.conversation_id, turn.id, call_id)
         result = await self._runner.run(site, again, arguments, call_with)
         return decision, result, call_with.mcp.max_reply_bytes
 
-    async def _current(self, turn: Turn, name: str, binding: Binding) -> Binding | Decision:
-        """``binding`` under the settings and selection of now, or the policy's deny.
+    async def _current(
+        self, turn: Turn, name: str, binding: Binding
+    ) -> tuple[Binding, Settings] | Decision:
+        """``binding`` under the settings and selection of now, with that snapshot, or a deny.
 
         A server redefined since the turn began is asked for its tools again: the binding
-        holds, with the new definition's flags, if the tool is still there.
+        holds, with the new definition's flags, if the tool is still there. The snapshot it
+        was checked against is the one the caller decides or calls with, even when a reload
+        lands while the tools are listed again.
         """
         settings = self._store.settings
         selection = self._db.get_conversation(turn.conversation_id).mcp_servers
@@ -267,10 +270,10 @@ class Turns:
             fresh = rebind(binding, listing, config)
             if isinstance(fresh, Binding):
                 turn.bindings[name] = fresh
-                return fresh
+                return fresh, settings
             gone = fresh
         if gone is None:
-            return binding
+            return binding, settings
         return Decision(False, DecidedBy.POLICY, gone)
 
     async def _authorize(
