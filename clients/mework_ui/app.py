@@ -41,8 +41,7 @@ class MeworkApp(App[None]):
 
     @work(exclusive=True, group="daemon")
     async def follow(self) -> None:
-        model = self.model
-        await model.link.run(model.on_event, model.set_connection, model.snapshot)
+        await self.model.follow()
 
     def refresh_views(self) -> None:
         for screen in self.screen_stack:

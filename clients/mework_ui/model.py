@@ -1,13 +1,39 @@
 """What the UI knows of meworkd, kept current by the Link's events; every screen reads it."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+import anyio
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
 
-__all__ = ["HasModel", "Model"]
+__all__ = ["Coalescer", "HasModel", "Model"]
+
+
+class Coalescer:
+    """One re-read per burst of events: each event marks what is stale, one task reads it.
+
+    Marks made while a read runs are kept for the next one, so nothing is missed and a burst
+    of N events costs at most two reads.
+    """
+
+    def __init__(self) -> None:
+        self.stale: set[str] = set()
+        self.rounds = 0  # re-reads done so far
+        self._wake = anyio.Event()
+
+    def mark(self, *parts: str) -> None:
+        self.stale.update(parts)
+        self._wake.set()
+
+    async def run(self, reread: Callable[[set[str]], Awaitable[None]]) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            parts, self.stale = self.stale, set()
+            await reread(parts)
+            self.rounds += 1
 
 
 class Model:
@@ -25,6 +51,23 @@ class Model:
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
+        self.stale = Coalescer()
+
+    async def follow(self) -> None:
+        """The daemon's link, and beside it the one task that re-reads what events made stale."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.stale.run, self.reread)
+            await self.link.run(self.on_event, self.set_connection, self.snapshot)
+
+    async def reread(self, parts: set[str]) -> None:
+        try:
+            if "settings" in parts:
+                await self.load_settings()
+            if "servers" in parts:
+                await self.load_servers()
+        except Exception:  # noqa: BLE001 - offline or refused: the next snapshot re-reads all
+            return
+        self.changed()
 
     def set_connection(self, text: str, online: bool) -> None:
         self.connection, self.online = text, online
@@ -61,15 +104,14 @@ class Model:
             return
         if topic == "server.status":
             self.note_status(data)
-            await self.load_servers()
+            self.stale.mark("servers")
         elif topic == "server.auth":
             self.note_login(data)
-            await self.load_servers()
+            self.stale.mark("servers")
         elif topic == "settings.reloaded":
-            await self.load_servers()
-            await self.load_settings()
+            self.stale.mark("servers", "settings")
         elif topic == "settings.invalid":
-            await self.load_settings()
+            self.stale.mark("settings")
             if data.get("error"):
                 self.app.notify(f"settings file not used: {data['error']}", severity="error")
         elif topic in ("approval.requested", "elicitation.requested"):

@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
+from mework_ui.rows import selected, sync_rows
 from mework_ui.words import failure_text, server_status, settings_banner, test_summary
 
 __all__ = ["ServersScreen"]
@@ -53,15 +54,8 @@ class ServersScreen(Screen[None]):
         banner = settings_banner(app.settings_state)
         self.query_one("#banner", Static).update(banner)
         self.query_one("#banner", Static).display = bool(banner)
-        for name in [str(k.value) for k in table.rows if k.value not in app.servers]:
-            table.remove_row(name)
-        for name, entry in app.servers.items():
-            cells = self.cells(entry)
-            if name in table.rows:
-                for (_label, key), value in zip(COLUMNS, cells, strict=True):
-                    table.update_cell(name, key, value, update_width=True)
-            else:
-                table.add_row(*cells, key=name)
+        rows = ((name, self.cells(entry)) for name, entry in app.servers.items())
+        sync_rows(table, [key for _label, key in COLUMNS], rows)
         self.show_note()
 
     def cells(self, entry: dict[str, Any]) -> tuple[str, ...]:
@@ -70,10 +64,7 @@ class ServersScreen(Screen[None]):
         return (server_status(entry, failure), entry["name"], str(entry.get("type") or "?"), on)
 
     def selected(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return selected(self.query_one(DataTable))
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_note()

@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Log, Static
 
 from mework_ui.model import HasModel, Model
+from mework_ui.rows import selected, sync_rows
 
 __all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "interactive"]
 
@@ -81,26 +82,22 @@ class ToolsPane(Pane):
         asks = set(entry.get("disabledAutoApproveTools") or [])
         tools = {t["name"]: t for t in self.listed()}
         names = list(tools) + sorted(off - set(tools))  # a switched-off name no longer listed
-        for row in [k for k in table.rows if k.value not in names]:
-            table.remove_row(row)
-        for name in names:
-            cells = (
-                "off" if name in off else "on",
-                _approval(name, tools.get(name), off, asks),
-                name if name in tools else f"{name} (no longer listed)",
+        rows = [
+            (
+                name,
+                (
+                    "off" if name in off else "on",
+                    _approval(name, tools.get(name), off, asks),
+                    name if name in tools else f"{name} (no longer listed)",
+                ),
             )
-            if name in table.rows:
-                for key, value in zip(("on", "approval", "tool"), cells, strict=True):
-                    table.update_cell(name, key, value, update_width=True)
-            else:
-                table.add_row(*cells, key=name)
+            for name in names
+        ]
+        sync_rows(table, ("on", "approval", "tool"), rows)
         self.show_detail()
 
     def selected(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return selected(self.query_one(DataTable))
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_detail()

@@ -1,6 +1,8 @@
 """The connection: a daemon that is not there, one that comes, one that restarts."""
 
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +12,7 @@ from mework_ui.app import MeworkApp
 from textual.widgets import DataTable
 
 from tests.daemon_helpers import kitchen, start_daemon
+from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import text, until
 
 pytestmark = pytest.mark.anyio
@@ -23,9 +26,41 @@ async def test_says_when_meworkd_restarts_and_reconnects(short_tmp: Path) -> Non
             table = app.screen.query_one(DataTable)
             await until(pilot, lambda: app.model.online and table.row_count == 1)
             assert "● connected" in text(app, "#topbar")
-        await until(pilot, lambda: "retrying" in text(app, "#topbar"))
+        await until(pilot, lambda: "↻ reconnecting" in text(app, "#topbar"))
         assert not app.model.online
         async with start_daemon(short_tmp):  # restarted on the same socket and settings
             await until(pilot, lambda: app.model.online)
             assert "● connected" in text(app, "#topbar")
             assert [r.value for r in table.rows] == ["kitchen"]
+
+
+async def test_a_burst_of_status_events_is_one_reread(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        calls: list[str] = []
+        real = app.model.link.call
+
+        async def counting(method: str, params: dict[str, Any] | None = None) -> Any:
+            calls.append(method)
+            return await real(method, params)
+
+        app.model.link.call = counting  # type: ignore[method-assign]
+        rounds = app.model.stale.rounds
+        for _ in range(50):
+            await app.model.on_event("server.status", {"server": "x", "status": "closed"})
+        await until(pilot, lambda: app.model.stale.rounds == rounds + 1)
+        assert calls == ["servers.list"]
+
+
+async def test_says_starting_while_the_socket_does_not_answer_yet(short_tmp: Path) -> None:
+    """Socket activation: the socket accepts before meworkd runs; the UI says it is starting."""
+    path = short_tmp / "run" / "d.sock"
+    path.parent.mkdir(mode=0o700)
+    app = MeworkApp(str(path))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as held:
+        held.bind(str(path))
+        held.listen()  # connections wait in the backlog, as under systemd's socket unit
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: "starting meworkd" in text(app, "#topbar"))
+            assert not app.model.online
