@@ -64,6 +64,9 @@ class QuestionScreen(ModalScreen[None]):
         self.query_one("#q-reason").display = False
         self.refresh_model()
 
+    def on_screen_resume(self) -> None:
+        self.refresh_model()
+
     def current(self) -> dict[str, Any] | None:
         items = list(self.mework.questions.values())
         if not items:
@@ -74,7 +77,8 @@ class QuestionScreen(ModalScreen[None]):
     def refresh_model(self) -> None:
         item = self.current()
         if item is None:
-            self.dismiss(None)  # answered here or elsewhere: nothing waits
+            if self.app.screen is self:  # else on resume: dismiss pops the top screen
+                self.dismiss(None)  # answered here or elsewhere: nothing waits
             return
         key = str(item.get("approvalId") or item.get("elicitationId"))
         if key == self.shown:
