@@ -1,5 +1,6 @@
 """What the UI knows of meworkd, kept current by the Link's events; every screen reads it."""
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -9,6 +10,8 @@ from textual.app import App
 from mework_ui.link import Link, Offline, describe
 
 __all__ = ["Coalescer", "HasModel", "Model"]
+
+DEFAULT_TIMEOUT = 600.0  # mcp.approval_timeout_seconds and question_timeout_seconds' default
 
 
 class Coalescer:
@@ -51,6 +54,9 @@ class Model:
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
+        # When each question stops waiting (monotonic), and whether that is exact: one seen
+        # being asked is; one found at a (re)connect was asked earlier, so it is an upper bound.
+        self.deadlines: dict[str, tuple[float, bool]] = {}
         self.stale = Coalescer()
 
     async def follow(self) -> None:
@@ -82,12 +88,15 @@ class Model:
         self.questions = {}
         for item in (await self.link.call("approvals.list")).get("approvals", []):
             self.questions[item["approvalId"]] = {"kind": "approval", **item}
+            self.note_deadline(item["approvalId"], "approval", exact=False)
         try:
             listed = await self.link.call("elicitations.list")
         except Exception:  # noqa: BLE001 - a daemon without elicitations (method_not_found)
             listed = {}
         for item in listed.get("elicitations", []):
             self.questions[item["elicitationId"]] = {"kind": "elicitation", **item}
+            self.note_deadline(item["elicitationId"], "elicitation", exact=False)
+        self.deadlines = {k: v for k, v in self.deadlines.items() if k in self.questions}
 
     async def load_servers(self) -> None:
         listed = (await self.link.call("servers.list")).get("servers", [])
@@ -117,7 +126,9 @@ class Model:
         elif topic in ("approval.requested", "elicitation.requested"):
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
-            self.questions.pop(str(data.get("approvalId") or data.get("elicitationId")), None)
+            key = str(data.get("approvalId") or data.get("elicitationId"))
+            self.questions.pop(key, None)
+            self.deadlines.pop(key, None)
         self.changed()
 
     def note_status(self, data: dict[str, Any]) -> None:
@@ -140,9 +151,26 @@ class Model:
         """A question never takes focus: it is queued, counted in the bar, announced."""
         key = str(data.get("approvalId") or data.get("elicitationId"))
         self.questions[key] = {"kind": kind, **data}
+        self.note_deadline(key, kind, exact=True)
         self.app.bell()
         what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
+
+    def note_deadline(self, key: str, kind: str, exact: bool) -> None:
+        """The daemon gives up on a question after the settings' timeout for its kind."""
+        if key in self.deadlines:
+            return  # seen before: keep what is known (an event's time is exact)
+        option = "approval_timeout_seconds" if kind == "approval" else "question_timeout_seconds"
+        mcp = self.settings_state.get("mcp") or {}
+        within = float(mcp.get(option) or DEFAULT_TIMEOUT)
+        self.deadlines[key] = (time.monotonic() + within, exact)
+
+    def time_left(self, key: str) -> tuple[float, bool] | None:
+        """Seconds until the question is given up on, and whether that is exact."""
+        if key not in self.deadlines:
+            return None
+        deadline, exact = self.deadlines[key]
+        return max(deadline - time.monotonic(), 0.0), exact
 
     def record_test(self, name: str, result: dict[str, Any]) -> None:
         """Keep a test's verdict: a success clears a failure, a failure replaces it."""

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-__all__ = ["failure_text", "server_status", "settings_banner", "test_summary"]
+__all__ = ["failure_text", "server_status", "settings_banner", "test_summary", "time_left_text"]
 
 _LIVE = {
     "connected": "● connected",
@@ -71,3 +71,14 @@ def settings_banner(state: dict[str, Any]) -> str:
     lines += [f"! settings: {error}" for error in state.get("errors") or []]
     lines += [f"! unsafe: {warning}" for warning in state.get("warnings") or []]
     return "\n".join(lines)
+
+
+def time_left_text(left: tuple[float, bool] | None) -> str:
+    """How long a question still waits: ``9:42 left``, or ``at most`` when it was found waiting."""
+    if left is None:
+        return ""
+    seconds, exact = left
+    minutes, rest = divmod(int(seconds), 60)
+    if seconds <= 0:
+        return "⌛ time is up: meworkd gives up waiting"
+    return f"⌛ {'' if exact else 'at most '}{minutes}:{rest:02d} left to answer"

@@ -47,6 +47,9 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
         await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         assert json.loads(app.screen.query_one("#q-args", TextArea).text) == {"message": "hi"}
         assert "request_approval" in text(app, "#q-head")
+        clock = text(app, "#q-clock")  # seen being asked: the 10 minutes, exactly
+        assert clock.endswith("left to answer")
+        assert "at most" not in clock
         await pilot.press("n", *"too big", "enter")
         await until(pilot, lambda: len(results) == 1)
     assert results[0]["isError"]

@@ -6,7 +6,7 @@ pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
 from mework_ui.questions import typed
-from mework_ui.words import failure_text, server_status
+from mework_ui.words import failure_text, server_status, time_left_text
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,10 @@ def test_form_answers_take_the_schemas_types() -> None:
     assert typed("yes", {"type": "boolean"}) is True
     assert typed("4.5", {"type": "number"}) == 4.5
     assert typed("many", {"type": "integer"}) == "many"  # the daemon names the problem
+
+
+def test_time_left_to_answer() -> None:
+    assert time_left_text((582.4, True)) == "⌛ 9:42 left to answer"
+    assert time_left_text((61, False)) == "⌛ at most 1:01 left to answer"  # found waiting
+    assert time_left_text((0.0, True)) == "⌛ time is up: meworkd gives up waiting"
+    assert time_left_text(None) == ""
