@@ -102,6 +102,7 @@ def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingT
     from mework_ui.detail import DetailScreen
     from mework_ui.dialogs import ConfirmRemove, ImportDialog
     from mework_ui.inspection import PromptsPane
+    from mework_ui.options import OptionsScreen
     from mework_ui.tabs import ToolsPane
 
     return [
@@ -112,6 +113,7 @@ def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingT
         ("  Prompts tab", PromptsPane.BINDINGS),
         ("Import from JSON", ImportDialog.BINDINGS),
         ("Remove a server", ConfirmRemove.BINDINGS),
+        ("MCP options (o on servers)", OptionsScreen.BINDINGS),
         ("Conversations", ConversationsScreen.BINDINGS),
         ("Questions (approvals, forms)", QuestionScreen.BINDINGS),
     ]

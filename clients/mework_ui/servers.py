@@ -28,6 +28,7 @@ class ServersScreen(Screen[None]):
         Binding("delete", "remove", "Remove"),
         Binding("r", "reload", "Reload", show=False),
         Binding("R", "restart", "Restart sessions", show=False),
+        Binding("o", "options", "MCP options", show=False),
     ]
 
     @property
@@ -104,6 +105,11 @@ class ServersScreen(Screen[None]):
 
         if (name := self.selected()) is not None:
             self.app.push_screen(DetailScreen(name, tab))
+
+    def action_options(self) -> None:
+        from mework_ui.options import OptionsScreen
+
+        self.app.push_screen(OptionsScreen())
 
     def action_logs(self) -> None:
         self.action_open("logs")

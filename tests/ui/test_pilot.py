@@ -4,6 +4,7 @@ Each test registers servers under names of its own, opens a fresh app, and check
 on screen and, for edits, in the settings file.
 """
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
 from mework_ui.dialogs import ImportDialog
 from mework_ui.inspection import PromptsPane, ResourcesPane
+from mework_ui.options import OptionsScreen
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Log, Static, TabbedContent, TextArea
@@ -172,3 +174,23 @@ async def test_import_and_add(ui_daemon: UiDaemon) -> None:
         await until(
             pilot, lambda: "im-clock" in table.rows and isinstance(app.screen, ServersScreen)
         )
+
+
+async def test_mcp_options_saved_on_change(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OptionsScreen))
+        field = app.screen.query_one("#o-question_timeout_seconds", Input)
+        await until(pilot, lambda: field.value == "600")
+        assert "max_live_sessions 64" in text(app, "#o-note")
+        await type_into(pilot, field, "soon")
+        assert text(app, "#m-question_timeout_seconds") == "✘ a number, e.g. 600 (not saved)"
+        await type_into(pilot, field, "-1")  # the daemon's range check, said beside the field
+        await until(pilot, lambda: "not saved" in text(app, "#m-question_timeout_seconds"))
+        assert "question_timeout_seconds" in text(app, "#m-question_timeout_seconds")
+        await type_into(pilot, field, "601")
+        await until(pilot, lambda: text(app, "#m-question_timeout_seconds") == "✓ saved")
+        mcp = json.loads(ui_daemon.settings.read_text())["mcp"]
+        assert mcp["question_timeout_seconds"] == 601
