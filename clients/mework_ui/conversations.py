@@ -10,38 +10,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
-from mework_ui.model import HasModel, Model
-from mework_ui.words import server_status
+from mework_ui.model import HasModel, Model, why_missing
+from mework_ui.words import check_summary, server_status
 
-__all__ = ["ConversationsScreen", "why_missing"]
-
-
-def why_missing(
-    app: Model, conversation: dict[str, Any], name: str, tool: str | None = None
-) -> list[str]:
-    """Why ``name``'s tools would be missing from the conversation's next turn, check by check."""
-    entry = app.servers.get(name)
-    if entry is None:
-        return [f"✘ {name}: not registered"]
-    checks = [
-        (entry.get("status") != "invalid", "valid", f"invalid: {entry.get('error')}"),
-        (bool(entry.get("enabled")), "enabled", "disabled (space on Servers switches it on)"),
-        (name in conversation.get("mcpServers", []), "selected", "not selected here"),
-    ]
-    if tool is not None:
-        on = tool not in (entry.get("disabledTools") or [])
-        checks.append((on, f"tool {tool} on", f"tool {tool} switched off"))
-    auth = entry.get("auth")
-    if isinstance(auth, dict):
-        state = auth.get("state")
-        checks.append((state in ("none", "authorized"), "logged in", f"login {state}"))
-    failure = app.failures.get(name)
-    reason = f"failing: {failure.get('reason')}: {failure.get('error')}" if failure else ""
-    checks.append((failure is None, "no failure seen", reason))
-    failed = [bad for ok, _good, bad in checks if not ok]
-    if not failed:
-        return [f"✓ {name}: {', '.join(good for _ok, good, _bad in checks)}"]
-    return [f"✘ {name}: {bad}" for bad in failed]
+__all__ = ["ConversationsScreen"]
 
 
 class ConversationsScreen(Screen[None]):
@@ -124,8 +96,9 @@ class ConversationsScreen(Screen[None]):
             preset = conv.get("preset")
             self.query_one("#preset", Select).value = preset if preset else Select.NULL
         lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
-        for name in self.mework.servers:
-            lines += why_missing(self.mework, conv, name)
+        for name, entry in self.mework.servers.items():
+            failure = self.mework.failures.get(name)
+            lines += check_summary(name, why_missing(name, entry, conv, failure))
         self.query_one("#why", Static).update("\n".join(lines))
 
     @on(SelectionList.SelectedChanged)

@@ -2,6 +2,7 @@
 
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -9,9 +10,83 @@ from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
 
-__all__ = ["Coalescer", "HasModel", "Model"]
+__all__ = ["Check", "Coalescer", "HasModel", "Model", "why_missing"]
 
 DEFAULT_TIMEOUT = 600.0  # mcp.approval_timeout_seconds and question_timeout_seconds' default
+
+
+@dataclass(frozen=True)
+class Check:
+    """One reason a tool may be missing from a turn: met (True), not met, or unknown here."""
+
+    ok: bool | None
+    text: str
+    source: str  # where it was read: the method, or "outside meworkd"
+    detail: tuple[str, ...] = ()
+
+
+LOGGED_IN = ("none", "authorized")
+
+
+def why_missing(
+    name: str,
+    entry: dict[str, Any] | None,
+    conversation: dict[str, Any],
+    failure: dict[str, Any] | None,
+    tool: str | None = None,
+    listed: list[str] | None = None,
+) -> list[Check]:
+    """Every check between a server's tool and a conversation's next turn, in order (§2.7).
+
+    ``listed``: the tool names the server last reported (None when nothing is known yet).
+    """
+    if entry is None:
+        return [Check(False, f"server {name!r} is not registered", "servers.list")]
+    conv = conversation.get("id", "?")
+    invalid = entry.get("status") == "invalid"
+    checks = [
+        Check(
+            not invalid,
+            f"invalid: {entry.get('error')}" if invalid else f"server {name!r} is valid",
+            "servers.list",
+        ),
+        Check(
+            bool(entry.get("enabled")),
+            "enabled" if entry.get("enabled") else "disabled in Settings → MCP (space)",
+            "servers.list",
+        ),
+        Check(
+            name in (conversation.get("mcpServers") or []),
+            f"{'' if name in (conversation.get('mcpServers') or []) else 'not '}"
+            f"selected in conversation {conv}",
+            "conversations.get",
+        ),
+    ]
+    if tool is not None:
+        on = tool not in (entry.get("disabledTools") or [])
+        checks.append(Check(on, f"tool {tool!r} switched {'on' if on else 'off'}", "servers.list"))
+        if listed is None:
+            checks.append(Check(None, "not known yet what it lists: test it (ctrl+t)", "—"))
+        else:
+            there = tool in listed
+            said = "the server lists it" if there else "the server no longer lists it"
+            checks.append(Check(there, said, "servers.tools"))
+    auth = entry.get("auth")
+    if isinstance(auth, dict) and auth.get("state") not in LOGGED_IN:
+        checks.append(Check(False, f"login {auth.get('state')}", "servers.list auth"))
+    checks.append(_failure_check(failure))
+    if tool is not None:
+        checks.append(Check(None, "the chat model must support tool calling", "outside meworkd"))
+    return checks
+
+
+def _failure_check(failure: dict[str, Any] | None) -> Check:
+    if failure is None:
+        return Check(True, "no failure seen", "server.status")
+    source = "servers.test" if "ok" in failure else "server.status"
+    stderr = tuple(f"stderr: {line}" for line in failure.get("stderrTail") or [])
+    text = f"failed: {failure.get('reason') or 'error'}"
+    return Check(False, text, source, (str(failure.get("error") or ""), *stderr))
 
 
 class Coalescer:

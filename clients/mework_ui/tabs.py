@@ -63,6 +63,7 @@ class ToolsPane(Pane):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "switch", "On/off"),
         Binding("a", "auto", "Auto-approve"),
+        Binding("w", "why", "Why missing?"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -117,6 +118,12 @@ class ToolsPane(Pane):
             if problem.get("tool") == name:
                 lines.append(f"! {problem.get('problem')}: {problem.get('detail', '')}")
         self.query_one("#tool-detail", Static).update("\n".join(lines))
+
+    def action_why(self) -> None:
+        from mework_ui.why import WhyScreen
+
+        if (name := self.selected()) is not None and self.server is not None:
+            self.app.push_screen(WhyScreen(self.server, name))
 
     @work(group="tools")
     async def action_switch(self) -> None:

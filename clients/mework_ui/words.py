@@ -1,8 +1,21 @@
 """Status words: every state a symbol plus a word, so no meaning rests on colour alone."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["failure_text", "server_status", "settings_banner", "test_summary", "time_left_text"]
+if TYPE_CHECKING:
+    from mework_ui.model import Check
+
+__all__ = [
+    "check_lines",
+    "check_summary",
+    "failure_text",
+    "server_status",
+    "settings_banner",
+    "test_summary",
+    "time_left_text",
+]
+
+MARKS = {True: "✓", False: "✘", None: "?"}
 
 _LIVE = {
     "connected": "● connected",
@@ -82,3 +95,20 @@ def time_left_text(left: tuple[float, bool] | None) -> str:
     if seconds <= 0:
         return "⌛ time is up: meworkd gives up waiting"
     return f"⌛ {'' if exact else 'at most '}{minutes}:{rest:02d} left to answer"
+
+
+def check_lines(checks: "list[Check]") -> list[str]:
+    """One line per check with where it was read, its details indented below."""
+    lines = []
+    for check in checks:
+        lines.append(f"{MARKS[check.ok]} {check.text:44} {check.source}")
+        lines += [f"    {line}" for line in check.detail if line]
+    return lines
+
+
+def check_summary(name: str, checks: "list[Check]") -> list[str]:
+    """A server in one line when nothing stops it, else one line per check not met."""
+    failed = [c for c in checks if c.ok is False]
+    if not failed:
+        return [f"✓ {name}: valid, enabled, selected, no failure seen"]
+    return [f"✘ {name}: {c.text}" for c in failed]

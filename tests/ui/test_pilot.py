@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from mework_client.aio import connect
 from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
 from mework_ui.dialogs import ImportDialog
@@ -45,6 +46,8 @@ async def test_switch_test_edit_tools_and_logs(ui_daemon: UiDaemon) -> None:
             "sw-broken": kitchen("--exit-at-start", "3"),
         },
     )
+    async with connect(ui_daemon.socket) as client:
+        await client.call("conversations.create", {"id": "sw-c1", "mcpServers": ["sw-kitchen"]})
     app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.screen.query_one(DataTable)
@@ -108,6 +111,14 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("a")
     await until(pilot, lambda: cell(tools, "add", "approval") == "asks every call")
     assert entry(settings, "sw-kitchen")["disabledAutoApproveTools"] == ["add"]
+    move_to(tools, "echo")
+    await pilot.press("w")  # why would echo be missing from sw-c1's next turn?
+    await until(pilot, lambda: "switched off" in text(app, "#why-lines"))
+    lines = text(app, "#why-lines")
+    assert "✓ selected in conversation sw-c1" in lines
+    assert "✘ tool 'echo' switched off" in lines
+    assert "✓ the server lists it" in lines
+    await pilot.press("escape")
     app.screen.query_one(TabbedContent).active = "logs"
     log = app.screen.query_one(Log)
     await until(pilot, lambda: "stderr line" in "\n".join(log.lines))
