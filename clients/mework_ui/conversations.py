@@ -11,15 +11,20 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
 from mework_ui.model import HasModel, Model, why_missing
-from mework_ui.words import check_summary, server_status
+from mework_ui.words import call_card, check_summary, server_status
 
 __all__ = ["ConversationsScreen"]
+
+CARDS_SHOWN = 5  # the last calls of the conversation: what fits above the drawer's checks
 
 
 class ConversationsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("r", "reload", "Reload"),
+        Binding("y", "answer('allow')", "Allow"),
+        Binding("c", "answer('allow', 'conversation')", "Allow for chat", show=False),
+        Binding("n", "answer('deny')", "Deny"),
     ]
 
     def __init__(self) -> None:
@@ -42,6 +47,7 @@ class ConversationsScreen(Screen[None]):
                 )
                 yield Select([], id="preset", prompt="no preset", compact=True)
                 yield SelectionList[str](id="conv-servers")
+        yield Static("", id="cards")
         yield Static("", id="why")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -75,6 +81,44 @@ class ConversationsScreen(Screen[None]):
         self.chosen = str(event.row_key.value)
         self.show_drawer()
         self.query_one(SelectionList).focus()
+        self.load_cards(self.chosen)
+
+    @work(group="cards")
+    async def load_cards(self, conversation: str) -> None:
+        """The conversation's last calls from the audit log; events keep them current."""
+        got = await self.mework.call("audit.list", {"conversationId": conversation, "limit": 10})
+        for entry in (got or {}).get("entries", []):
+            self.mework.note_call(entry, finished=entry.get("decision") != "requested")
+        self.show_cards()
+
+    def show_cards(self) -> None:
+        cards = self.mework.cards_of(self.chosen or "")[-CARDS_SHOWN:]
+        lines = [call_card(c, self.mework.waiting_approval(c) is not None) for c in cards]
+        self.query_one("#cards", Static).update("\n".join(lines))
+        self.query_one("#cards", Static).display = bool(lines)
+        self.refresh_bindings()
+
+    def first_waiting(self) -> dict[str, Any] | None:
+        for card in self.mework.cards_of(self.chosen or ""):
+            if (item := self.mework.waiting_approval(card)) is not None:
+                return item
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The approve keys show only while a call of this conversation waits for one."""
+        if action != "answer":
+            return True
+        item = self.first_waiting()
+        if item is None:
+            return None
+        return bool(parameters[-1] != "conversation" or item.get("hookMayDecide")) or None
+
+    @work(group="answer")
+    async def action_answer(self, decision: str, scope: str = "once") -> None:
+        item = self.first_waiting()
+        if item is not None:
+            params = {"approvalId": item["approvalId"], "decision": decision, "scope": scope}
+            await self.mework.call("approvals.respond", params)
 
     def show_drawer(self) -> None:
         conv = self.conversations.get(self.chosen or "")
@@ -95,6 +139,7 @@ class ConversationsScreen(Screen[None]):
             self.query_one("#level", Select).value = conv.get("approvalLevel", APPROVAL_LEVELS[0])
             preset = conv.get("preset")
             self.query_one("#preset", Select).value = preset if preset else Select.NULL
+        self.show_cards()
         lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
         for name, entry in self.mework.servers.items():
             failure = self.mework.failures.get(name)

@@ -25,6 +25,8 @@ WANTED_TOPICS = (
     "server.auth",
     "elicitation.requested",
     "elicitation.resolved",
+    "call.started",
+    "call.finished",
 )
 FIRST_DELAY, MAX_DELAY = 0.1, 5.0
 WAITING = "… starting meworkd (its socket is there; waiting for its first answer)"

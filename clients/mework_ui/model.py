@@ -12,6 +12,7 @@ from mework_ui.link import Link, Offline, describe
 
 __all__ = ["Check", "Coalescer", "HasModel", "Model", "why_missing"]
 
+MAX_CARDS = 200  # tool cards kept across conversations, oldest dropped first
 DEFAULT_TIMEOUT = 600.0  # mcp.approval_timeout_seconds and question_timeout_seconds' default
 
 
@@ -132,6 +133,7 @@ class Model:
         # When each question stops waiting (monotonic), and whether that is exact: one seen
         # being asked is; one found at a (re)connect was asked earlier, so it is an upper bound.
         self.deadlines: dict[str, tuple[float, bool]] = {}
+        self.cards: dict[str, dict[str, Any]] = {}  # "turnId/callId" → the call's audit entry
         self.stale = Coalescer()
 
     async def follow(self) -> None:
@@ -198,6 +200,8 @@ class Model:
             self.stale.mark("settings")
             if data.get("error"):
                 self.app.notify(f"settings file not used: {data['error']}", severity="error")
+        elif topic in ("call.started", "call.finished"):
+            self.note_call(data, finished=topic == "call.finished")
         elif topic in ("approval.requested", "elicitation.requested"):
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
@@ -230,6 +234,31 @@ class Model:
         self.app.bell()
         what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
+
+    def note_call(self, entry: dict[str, Any], finished: bool) -> None:
+        """A tool card: started (on record, maybe waiting for approval), then its outcome."""
+        key = f"{entry.get('turnId')}/{entry.get('callId')}"
+        known = self.cards.get(key)
+        if not finished and known is not None and known.get("decision") != "requested":
+            return  # the outcome arrived first (an audit.list read): keep it
+        self.cards.pop(key, None)  # re-inserted last: the newest card is the last one
+        self.cards[key] = {**entry, "decision": entry.get("decision") or "requested"}
+        while len(self.cards) > MAX_CARDS:
+            del self.cards[next(iter(self.cards))]
+
+    def cards_of(self, conversation: str) -> list[dict[str, Any]]:
+        return [c for c in self.cards.values() if c.get("conversationId") == conversation]
+
+    def waiting_approval(self, card: dict[str, Any]) -> dict[str, Any] | None:
+        """The approval a card's call waits for, if any."""
+        for item in self.questions.values():
+            same = (item.get("turnId"), item.get("callId")) == (
+                card.get("turnId"),
+                card.get("callId"),
+            )
+            if item["kind"] == "approval" and same:
+                return item
+        return None
 
     def note_deadline(self, key: str, kind: str, exact: bool) -> None:
         """The daemon gives up on a question after the settings' timeout for its kind."""

@@ -6,6 +6,7 @@ if TYPE_CHECKING:
     from mework_ui.model import Check
 
 __all__ = [
+    "call_card",
     "check_lines",
     "check_summary",
     "failure_text",
@@ -112,3 +113,28 @@ def check_summary(name: str, checks: "list[Check]") -> list[str]:
     if not failed:
         return [f"✓ {name}: valid, enabled, selected, no failure seen"]
     return [f"✘ {name}: {c.text}" for c in failed]
+
+
+def _size(n: float) -> str:
+    return f"{n:.0f} B" if n < 1024 else f"{n / 1024:.1f} KB"
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def call_card(card: dict[str, Any], waiting: bool) -> str:
+    """A tool call in one line: server · tool · what was decided and by whom · time · size."""
+    head = f"{card.get('server') or '?'} · {card.get('tool') or card.get('name') or '?'}"
+    decision, by = card.get("decision"), card.get("decidedBy")
+    if decision == "requested":
+        if waiting:
+            return f"⏳ {head} · waiting for approval: y allow · c conversation · n deny"
+        return f"… {head} · running"
+    if decision != "allow":
+        verb = "denied" if decision == "deny" else decision
+        return f"✘ {head} · {verb} by {by}: {card.get('reason') or ''}".rstrip(": ")
+    took = f"{_duration(float(card.get('durationMs') or 0))} · {_size(card.get('replyBytes') or 0)}"
+    if card.get("isError"):
+        return f"✘ {head} · error · allowed by {by} · {took}"
+    return f"✓ {head} · allowed by {by} · {took}"

@@ -11,12 +11,13 @@ pytest.importorskip("textual")
 
 from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
+from mework_ui.conversations import ConversationsScreen
 from mework_ui.questions import QuestionScreen
 from textual.pilot import Pilot
-from textual.widgets import Input, TextArea
+from textual.widgets import DataTable, Input, TextArea
 
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import add_servers, everything, text, type_into, until
+from tests.ui.helpers import add_servers, everything, move_to, text, type_into, until
 
 pytestmark = pytest.mark.anyio
 
@@ -39,9 +40,11 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
         params = {"turnId": turn["turnId"], "name": echo, "arguments": {"message": "hi"}}
         results.append(await other.call("turns.callTool", params))
 
+    await open_conversation(pilot, app, "ap-c1")
+    cards = lambda: text(app, "#cards")  # noqa: E731
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        await until(pilot, lambda: len(app.model.questions) == 1)
+        await until(pilot, lambda: "⏳ ap-every · echo · waiting for approval" in cards())
         assert "⚑ 1 question" in text(app, "#topbar")  # announced, focus not taken
         await pilot.press("f4")
         await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
@@ -54,12 +57,14 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
         await until(pilot, lambda: len(results) == 1)
     assert results[0]["isError"]
     assert "too big" in json.dumps(results[0])
-    async with anyio.create_task_group() as tg:
+    await until(pilot, lambda: "✘ ap-every · echo · denied by user: " in cards())
+    async with anyio.create_task_group() as tg:  # answered on the card itself
         tg.start_soon(call)
-        await until(pilot, lambda: len(app.model.questions) == 1)
-        await pilot.press("f4", "y")
+        await until(pilot, lambda: "⏳ ap-every · echo" in cards())
+        await pilot.press("y")
         await until(pilot, lambda: len(results) == 2)
     assert not results[1]["isError"]
+    await until(pilot, lambda: cards().splitlines()[-1].startswith("✓ ap-every · echo · allowed"))
     async with anyio.create_task_group() as tg:  # first answer wins: answered elsewhere
         tg.start_soon(call)
         await until(pilot, lambda: len(app.model.questions) == 1)
@@ -69,7 +74,18 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
         await other.call("approvals.respond", {"approvalId": approval_id, "decision": "allow"})
         await until(pilot, lambda: not isinstance(app.screen, QuestionScreen))
     assert not app.model.questions
+    assert len(cards().splitlines()) == 3
     await other.call("turns.end", {"turnId": turn["turnId"]})
+
+
+async def open_conversation(pilot: Pilot[Any], app: MeworkApp, conversation: str) -> None:
+    await pilot.press("f3")
+    await until(pilot, lambda: isinstance(app.screen, ConversationsScreen))
+    table = app.screen.query_one(DataTable)
+    await until(pilot, lambda: conversation in table.rows)
+    move_to(table, conversation)
+    await pilot.press("enter")
+    await until(pilot, lambda: f"{conversation}: why" in text(app, "#why"))
 
 
 async def test_answers_a_form(ui_daemon: UiDaemon) -> None:

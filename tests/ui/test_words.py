@@ -6,7 +6,7 @@ pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
 from mework_ui.questions import typed
-from mework_ui.words import failure_text, server_status, time_left_text
+from mework_ui.words import call_card, failure_text, server_status, time_left_text
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,20 @@ def test_time_left_to_answer() -> None:
     assert time_left_text((61, False)) == "⌛ at most 1:01 left to answer"  # found waiting
     assert time_left_text((0.0, True)) == "⌛ time is up: meworkd gives up waiting"
     assert time_left_text(None) == ""
+
+
+def test_tool_cards_say_what_was_decided_by_whom() -> None:
+    card = {"server": "time", "tool": "now", "decision": "requested"}
+    assert call_card(card, waiting=True) == (
+        "⏳ time · now · waiting for approval: y allow · c conversation · n deny"
+    )
+    assert call_card(card, waiting=False) == "… time · now · running"
+    done = {**card, "decision": "allow", "decidedBy": "level", "durationMs": 1520.3}
+    assert call_card({**done, "replyBytes": 120}, False) == (
+        "✓ time · now · allowed by level · 1.5 s · 120 B"
+    )
+    assert call_card({**done, "replyBytes": 4096, "isError": True}, False) == (
+        "✘ time · now · error · allowed by level · 1.5 s · 4.0 KB"
+    )
+    denied = {**card, "decision": "deny", "decidedBy": "timeout", "reason": "nobody answered"}
+    assert call_card(denied, False) == "✘ time · now · denied by timeout: nobody answered"
