@@ -108,10 +108,10 @@ class ConversationsScreen(Screen[None]):
         """The approve keys show only while a call of this conversation waits for one."""
         if action != "answer":
             return True
-        item = self.first_waiting()
-        if item is None:
-            return None
-        return bool(parameters[-1] != "conversation" or item.get("hookMayDecide")) or None
+        item = self.first_waiting()  # False hides a key (None would show it greyed out)
+        return item is not None and (
+            parameters[-1] != "conversation" or bool(item.get("hookMayDecide"))
+        )
 
     @work(group="answer")
     async def action_answer(self, decision: str, scope: str = "once") -> None:

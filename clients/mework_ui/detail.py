@@ -18,6 +18,7 @@ from mework_ui.words import failure_text, server_status, test_summary
 
 __all__ = ["DetailScreen"]
 
+MASKED = "masked: ^r reveals"
 TRANSPORTS = [("stdio", "stdio"), ("streamable_http", "streamable_http")]
 
 
@@ -27,7 +28,7 @@ class DetailScreen(Screen[None]):
         Binding("ctrl+t", "test", "Test", priority=True),
         Binding("ctrl+n", "tab(1)", "Next tab", priority=True),
         Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
-        Binding("ctrl+r", "reveal", "Reveal", priority=True),
+        Binding("ctrl+r", "reveal", "Reveal secrets", priority=True, show=False),
         Binding("ctrl+l", "login", "Login", show=False, priority=True),
     ]
 
@@ -65,7 +66,7 @@ class DetailScreen(Screen[None]):
             with Horizontal(classes="row", id=f"row-{key}"):
                 yield Static(label, classes="label")
                 yield Input(id=f"f-{key}", password=key in SECRET_FIELDS, compact=True)
-                yield Static("", id=f"m-{key}", classes="msg")
+                yield Static(MASKED if key in SECRET_FIELDS else "", id=f"m-{key}", classes="msg")
         for key, label in (("enabled", "Enabled"), ("longRunning", "Long running")):
             with Horizontal(classes="row"):
                 yield Static(label, classes="label")

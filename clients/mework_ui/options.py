@@ -129,4 +129,4 @@ class OptionsScreen(Screen[None]):
 
 
 def sampling_words(on: bool) -> str:
-    return "on: servers may ask the model" if on else "off: servers may not ask the model"
+    return "on: servers may sample" if on else "off: servers cannot sample"

@@ -137,16 +137,16 @@ class QuestionScreen(ModalScreen[None]):
         self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Only the keys that apply to the question shown are offered (None hides one)."""
+        """Only the keys that apply to the question shown are offered (False hides one)."""
         item = self.current()
         kind = item["kind"] if item is not None else ""
         if action in ("allow", "deny"):
-            return kind == "approval" or None
+            return kind == "approval"
         if action == "allow_conversation":
             ok = kind == "approval" and item is not None and item.get("hookMayDecide")
-            return (ok and SCOPE not in self.mework.link.missing) or None
+            return bool(ok and SCOPE not in self.mework.link.missing)
         if action in ("submit", "decline"):
-            return kind == "elicitation" or None
+            return kind == "elicitation"
         return True
 
     def action_step(self, delta: int) -> None:

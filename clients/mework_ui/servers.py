@@ -37,7 +37,7 @@ class ServersScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self.mework.bar_text(), id="topbar")
-        yield Static("Settings → MCP", id="title")
+        yield Static("Settings → MCP   (o: MCP options · F1: every key)", id="title")
         yield Static("", id="banner")
         yield DataTable(id="servers", cursor_type="row", zebra_stripes=False)
         yield Static("", id="note")

@@ -13,7 +13,7 @@ __all__ = ["MIN_SIZE", "HelpScreen", "TooSmall", "keys_text", "too_small"]
 
 MIN_SIZE = (80, 24)
 # Shown in a key's place: Textual's names are not what the keyboard says.
-KEY_NAMES = {"escape": "esc", "delete": "del", "enter": "⏎"}
+KEY_NAMES = {"escape": "esc", "delete": "del", "enter": "⏎", "question_mark": "?"}
 
 
 def too_small(width: int, height: int) -> bool:
@@ -29,10 +29,12 @@ def keys_text(sections: Iterable[tuple[str, Sequence[BindingType]]]) -> str:
     """Every binding of every screen by name, the hidden ones too (the footer clips)."""
     lines: list[str] = []
     for title, bindings in sections:
-        lines.append(title)
+        keys: dict[tuple[str, str], list[str]] = {}  # one line per action, all its keys
         for binding in bindings:
             if isinstance(binding, Binding) and binding.description:
-                lines.append(f"  {_key(binding):12} {binding.description}")
+                keys.setdefault((binding.action, binding.description), []).append(_key(binding))
+        lines.append(title)
+        lines += [f"  {'/'.join(k):12} {what}" for (_action, what), k in keys.items()]
         lines.append("")
     return "\n".join(lines).rstrip()
 
