@@ -97,7 +97,7 @@ async def edit_details(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> Non
 
 
 async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
-    app.screen.query_one(TabbedContent).active = "tools"
+    await show_tab(pilot, app, "tools")
     tools = app.screen.query_one("#tool-table", DataTable)
     await until(pilot, lambda: "echo" in tools.rows)
     assert cell(tools, "interactive_true", "approval") == "⚑ asks every call (server)"
@@ -119,9 +119,15 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     assert "✘ tool 'echo' switched off" in lines
     assert "✓ the server lists it" in lines
     await pilot.press("escape")
-    app.screen.query_one(TabbedContent).active = "logs"
+    await show_tab(pilot, app, "logs")
     log = app.screen.query_one(Log)
     await until(pilot, lambda: "stderr line" in "\n".join(log.lines))
+
+
+async def show_tab(pilot: Pilot[Any], app: MeworkApp, tab: str) -> None:
+    """A tab's content is made when it is first shown."""
+    app.screen.query_one(TabbedContent).active = tab
+    await until(pilot, lambda: bool(app.screen.query(f"#{tab} Pane")))
 
 
 async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
@@ -143,10 +149,10 @@ async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
         await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
         out = lambda: str(pane.query_one(".out", Static).render())  # noqa: E731
         await until(pilot, lambda: "user: What's weather in Oslo?" in out())
-        app.screen.query_one(TabbedContent).active = "resources"
+        await show_tab(pilot, app, "resources")
         pane_r = app.screen.query_one(ResourcesPane)
         resources = pane_r.query_one(DataTable)
-        assert resources.row_count > 0
+        await until(pilot, lambda: resources.row_count > 0)
         resources.focus()
         await pilot.press("enter")
         out_r = lambda: str(pane_r.query_one(".out", Static).render())  # noqa: E731
