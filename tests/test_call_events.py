@@ -16,6 +16,7 @@ from tests.turn_helpers import (
     Harness,
     approval_for,
     bound,
+    counting,
     document,
     kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
@@ -66,22 +67,21 @@ async def _asked_and_answered(
         return await call.wait()
 
 
-async def _cancelled_while_running(
+async def _cancelled_while_asking(
     mw: Harness, asks: AsyncClient, turn: dict[str, Any], name: str
 ) -> Any:
-    params = {"turnId": turn["turnId"], "name": name, "arguments": {"seconds": 60}}
+    params = {"turnId": turn["turnId"], "name": name, "arguments": {"text": "never"}}
     async with anyio.create_task_group() as tg:
         call = start_call(tg, mw.c, "turns.callTool", {**params, "callId": "cancelled"})
-        # The kitchen's slow tool reports progress 0 once its handler runs.
-        await wait_event(asks, "turn.progress", lambda d: d["callId"] == "cancelled")
+        await approval_for(asks, turn)
         await mw.call("turns.cancel", {"turnId": turn["turnId"], "callId": "cancelled"})
         return await call.wait()
 
 
 async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "j": kitchen()}))
+    await mw.start(document({"k": counting(), "j": counting()}))
     calls = await mw.connect(["call.started", "call.finished"])
-    asks = await mw.connect(["approval.requested", "turn.progress"])
+    asks = await mw.connect(["approval.requested"])
     only_j = await mw.connect()
     await only_j.call(
         "events.subscribe", {"topics": ["call.started", "call.finished"], "servers": ["j"]}
@@ -90,11 +90,11 @@ async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) 
     conversation = await mw.conversation(["k", "j"])
     full = await mw.begin(conversation)
     subagent = await mw.begin(conversation, parentTurnId=full["turnId"])
-    k_asking, k_full, j_full = bound(asking, "k"), bound(full, "k"), bound(full, "j")
+    k_asking, j_full = bound(asking, "k"), bound(full, "j")
 
     await _asked_and_answered(mw, asks, asking, k_asking["echo"], "allowed", "allow")
     await _asked_and_answered(mw, asks, asking, k_asking["echo"], "denied", "deny")
-    cancelled = await _cancelled_while_running(mw, asks, full, k_full["slow"])
+    cancelled = await _cancelled_while_asking(mw, asks, asking, k_asking["echo"])
     assert cancelled["isError"] is True
     unknown = await mw.tool(full, "mcp__made_up__tool", {"text": SECRET}, callId="unknown")
     assert unknown["isError"] is True
@@ -119,12 +119,12 @@ async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) 
     assert outcomes == {
         "allowed": ("allow", "user", "k"),
         "denied": ("deny", "user", "k"),
-        "cancelled": ("allow", "level", "k"),  # cancelled while running: who allowed it
+        "cancelled": ("deny", "cancelled", "k"),  # cancelled while the user was asked
         "unknown": ("deny", "policy", ""),
         "sub-j": ("allow", "level", "j"),
         "last": ("allow", "level", "j"),
     }
-    assert audit["cancelled"]["reason"] == "cancelled"
+    assert audit["cancelled"]["reason"] == "the call was cancelled"
     assert audit["unknown"]["reason"] == "unknown tool"
     assert audit["sub-j"]["turnId"] == subagent["turnId"]
 
@@ -136,3 +136,23 @@ async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) 
         ("call.started", "last"),
         ("call.finished", "last"),
     ]
+
+
+async def test_a_call_cut_off_by_shutdown_still_gets_its_outcome(mw: Harness) -> None:
+    await mw.start(document({"k": kitchen()}))
+    events = await mw.connect(["turn.progress", "call.finished"])
+    turn = await mw.begin(await mw.conversation(["k"]))
+    params = {
+        "turnId": turn["turnId"],
+        "name": bound(turn, "k")["slow"],
+        "arguments": {"seconds": 60},
+        "callId": "running",
+    }
+    async with anyio.create_task_group() as tg:
+        start_call(tg, mw.c, "turns.callTool", params)
+        # The kitchen's slow tool reports progress 0 once its handler runs.
+        await wait_event(events, "turn.progress", lambda d: d["callId"] == "running")
+        await mw.restart()  # the call is cut off once the daemon's grace for requests ends
+    (entry,) = (await mw.call("audit.list"))["entries"]
+    expected = ("allow", "level", "meworkd stopped during the call", True)
+    assert (entry["decision"], entry["decidedBy"], entry["reason"], entry["isError"]) == expected

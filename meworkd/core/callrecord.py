@@ -9,7 +9,7 @@ or the reply, only the arguments' digest.
 """
 
 import time
-from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from meworkd.base.events import EventBus
 from meworkd.core.approvals.gate import Decision
@@ -20,8 +20,7 @@ from meworkd.core.state import StateDB
 __all__ = ["CallFields", "CallRecord"]
 
 
-@dataclass(frozen=True, slots=True)
-class CallFields:
+class CallFields(NamedTuple):
     """What identifies a call on record (a made-up name has no server or tool: "")."""
 
     conversation_id: str
@@ -51,7 +50,7 @@ class CallRecord:
         self.fields = fields
         self._started = time.monotonic()
         self.time = now_iso()
-        self.id = db.record_request(**asdict(fields), at=self.time)
+        self.id = db.record_request(**fields._asdict(), at=self.time)
         self.allowed: Decision | None = None
         self.finished = False
         bus.publish(
@@ -82,7 +81,7 @@ class CallRecord:
             return
         self.finished = True
         entry = AuditEntry(
-            **asdict(self.fields),
+            **self.fields._asdict(),
             decision=decision,
             decided_by=decided_by.value,
             reason=reason,

@@ -132,6 +132,8 @@ class Turns:
             except MeworkError as exc:
                 kind = str(exc.data.get("reason", exc.kind))
                 failures.append({"server": server, "reason": exc.message, "kind": kind})
+                # Published once, here: frontends show the failure (server.status failed).
+                self._pool.status.failed(server, conversation_id, exc)
 
         async with anyio.create_task_group() as tg:
             for server in servers:
@@ -260,6 +262,7 @@ class Turns:
                     turn.conversation_id, binding.server, config, list_tools, within=config.timeout
                 )
             except ServerUnavailable as exc:
+                self._pool.status.failed(binding.server, turn.conversation_id, exc)
                 return Decision(False, DecidedBy.POLICY, call_failure_text(exc, binding.server))
             fresh = rebind(binding, listing, config)
             if isinstance(fresh, Binding):
