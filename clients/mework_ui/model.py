@@ -10,7 +10,7 @@ from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
 
-__all__ = ["Check", "Coalescer", "HasModel", "Model", "why_missing"]
+__all__ = ["Check", "Coalescer", "HasModel", "Model", "failure_kind", "why_missing"]
 
 MAX_CARDS = 200  # tool cards kept across conversations, oldest dropped first
 DEFAULT_TIMEOUT = 600.0  # mcp.approval_timeout_seconds and question_timeout_seconds' default
@@ -81,12 +81,18 @@ def why_missing(
     return checks
 
 
+def failure_kind(failure: dict[str, Any]) -> str:
+    """The classified reason: ``reason`` in a servers.test result, ``kind`` in lastError and
+    server.status ``failed``."""
+    return str(failure.get("reason") or failure.get("kind") or "error")
+
+
 def _failure_check(failure: dict[str, Any] | None) -> Check:
     if failure is None:
         return Check(True, "no failure seen", "server.status")
     source = "servers.test" if "ok" in failure else "server.status"
     stderr = tuple(f"stderr: {line}" for line in failure.get("stderrTail") or [])
-    text = f"failed: {failure.get('reason') or 'error'}"
+    text = f"failed: {failure_kind(failure)}"
     return Check(False, text, source, (str(failure.get("error") or ""), *stderr))
 
 
@@ -178,9 +184,13 @@ class Model:
     async def load_servers(self) -> None:
         listed = (await self.link.call("servers.list")).get("servers", [])
         self.servers = {entry["name"]: entry for entry in listed}
+        self.failures = {k: v for k, v in self.failures.items() if k in self.servers}
         for entry in listed:
-            if isinstance(entry.get("lastError"), dict):
-                self.failures[entry["name"]] = entry["lastError"]
+            name, last = entry["name"], entry.get("lastError", False)
+            if isinstance(last, dict):
+                self.failures[name] = last
+            elif last is None and "ok" not in self.failures.get(name, {"ok": 0}):
+                del self.failures[name]  # the daemon saw it connect since; a test's stays
 
     async def load_settings(self) -> None:
         self.settings_state = await self.link.call("settings.get")

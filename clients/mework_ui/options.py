@@ -20,9 +20,17 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("question_timeout_seconds", "Question wait s", "number"),
     ("session_idle_minutes", "Idle close min", "number"),
     ("max_reply_bytes", "Max reply bytes", "integer"),
+    ("max_live_sessions", "Live sessions max", "integer"),
     ("mandatory_description_prefix", "Must-ask prefix", "text"),
 )
-READ_ONLY = "max_live_sessions"  # in the file only: setMcpOptions does not take it
+
+
+NOTE = (
+    "Waits: how long meworkd waits for a person's answer before giving up.\n"
+    "Idle close: an unused session is closed after this long.\n"
+    "Live sessions max: beyond it the least recently used idle one is closed.\n"
+    "Sampling: servers may ask the model (a frontend must run it)."
+)
 
 
 class OptionError(ValueError):
@@ -68,7 +76,7 @@ class OptionsScreen(Screen[None]):
                 yield Static("Sampling", classes="label wide")
                 yield Switch(id="o-sampling")
                 yield Static("", id="m-sampling", classes="msg")
-            yield Static("", id="o-note")
+            yield Static(NOTE, id="o-note")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -87,9 +95,6 @@ class OptionsScreen(Screen[None]):
                 self.query_one(f"#o-{key}", Input).value = show_option(values.get(key))
             self.query_one("#o-sampling", Switch).value = bool(values.get("sampling"))
         self.say("sampling", sampling_words(bool(values.get("sampling"))))
-        live = values.get(READ_ONLY)
-        note = f"max_live_sessions {live}: set in the settings file (not editable here)"
-        self.query_one("#o-note", Static).update(note if live is not None else "")
 
     def say(self, key: str, text: str) -> None:
         self.query_one(f"#m-{key}", Static).update(text)

@@ -1,9 +1,8 @@
 """Status words: every state a symbol plus a word, so no meaning rests on colour alone."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mework_ui.model import Check
+from mework_ui.model import Check, failure_kind
 
 __all__ = [
     "call_card",
@@ -38,6 +37,7 @@ HINTS = {
     "unset_variable": "set it with: systemctl --user set-environment NAME=value",
     "protocol_error": "the server wrote something other than MCP on stdout",
     "auth_required": "log in to this server: Enter, then ctrl+l",
+    "connect_failed": "nothing answers at the URL: is the server running?",
 }
 
 
@@ -50,7 +50,7 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
     if isinstance(auth, dict) and auth.get("state") in LOGIN_STATES:
         return f"⚷ {LOGIN_STATES[auth['state']]}"
     if failure is not None and status != "connected":
-        return f"✘ failed: {failure.get('reason') or 'error'}"
+        return f"✘ failed: {failure_kind(failure)}"
     word = _LIVE.get(status, status)
     sessions = entry.get("sessions") or 0
     return f"{word} ({sessions})" if status == "connected" and sessions else word
@@ -58,7 +58,7 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
 
 def failure_text(failure: dict[str, Any]) -> str:
     """A failure in full: the reason, the daemon's sentence, the hint and the stderr tail."""
-    reason = str(failure.get("reason") or "error")
+    reason = failure_kind(failure)
     lines = [f"✘ {reason}: {failure.get('error') or ''}".rstrip(": ")]
     if reason in HINTS:
         lines.append(f"  hint: {HINTS[reason]}")
@@ -98,7 +98,7 @@ def time_left_text(left: tuple[float, bool] | None) -> str:
     return f"⌛ {'' if exact else 'at most '}{minutes}:{rest:02d} left to answer"
 
 
-def check_lines(checks: "list[Check]") -> list[str]:
+def check_lines(checks: list[Check]) -> list[str]:
     """One line per check with where it was read, its details indented below."""
     lines = []
     for check in checks:
@@ -107,7 +107,7 @@ def check_lines(checks: "list[Check]") -> list[str]:
     return lines
 
 
-def check_summary(name: str, checks: "list[Check]") -> list[str]:
+def check_summary(name: str, checks: list[Check]) -> list[str]:
     """A server in one line when nothing stops it, else one line per check not met."""
     failed = [c for c in checks if c.ok is False]
     if not failed:

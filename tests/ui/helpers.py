@@ -20,10 +20,15 @@ EVERYTHING = str(PEERS / ".bin" / "mcp-server-everything")
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], bound: float = BOUND) -> None:
-    """Let the app run until ``condition`` holds; replies arrive on their own schedule."""
+    """Let the app run until ``condition`` holds; replies arrive on their own schedule.
+
+    The app runs on this loop, so a plain sleep lets it work; ``pilot.pause`` would also force
+    a screen refresh on every poll, most of these tests' CPU time.
+    """
     with anyio.fail_after(bound):
         while not condition():
-            await pilot.pause(0.02)
+            await anyio.sleep(0.02)
+    await pilot.pause()
 
 
 def cell(table: DataTable[Any], row: str, column: str) -> str:

@@ -8,12 +8,13 @@ import pytest
 
 pytest.importorskip("textual")
 
+from mework_client.aio import connect
 from mework_ui.app import MeworkApp
 from textual.widgets import DataTable
 
 from tests.daemon_helpers import kitchen, start_daemon
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import text, until
+from tests.ui.helpers import add_servers, cell, move_to, text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -64,3 +65,26 @@ async def test_says_starting_while_the_socket_does_not_answer_yet(short_tmp: Pat
         async with app.run_test(size=(80, 24)) as pilot:
             await until(pilot, lambda: "starting meworkd" in text(app, "#topbar"))
             assert not app.model.online
+
+
+async def test_a_failure_at_discovery_shows_with_its_reason(ui_daemon: UiDaemon) -> None:
+    """server.status failed while the UI runs; lastError for a UI started afterwards."""
+    await add_servers(ui_daemon.socket, {"fl-broken": kitchen("--exit-at-start", "3")})
+    await shows_the_failure(ui_daemon.socket, fail_meanwhile=True)
+    await shows_the_failure(ui_daemon.socket, fail_meanwhile=False)
+
+
+async def shows_the_failure(socket: Path, fail_meanwhile: bool) -> None:
+    app = MeworkApp(str(socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: app.model.online and "fl-broken" in table.rows)
+        if fail_meanwhile:
+            async with connect(socket) as other:
+                params = {"id": "fl-c1", "mcpServers": ["fl-broken"]}
+                await other.call("conversations.create", params)
+                turn = await other.call("turns.begin", {"conversationId": "fl-c1"})
+                await other.call("turns.end", {"turnId": turn["turnId"]})
+        await until(pilot, lambda: cell(table, "fl-broken", "status") == "✘ failed: exited")
+        move_to(table, "fl-broken")
+        await until(pilot, lambda: "stderr: kitchen: fatal" in text(app, "#note"))

@@ -79,3 +79,13 @@ def test_tool_cards_say_what_was_decided_by_whom() -> None:
     )
     denied = {**card, "decision": "deny", "decidedBy": "timeout", "reason": "nobody answered"}
     assert call_card(denied, False) == "✘ time · now · denied by timeout: nobody answered"
+
+
+def test_a_daemon_failure_says_its_kind() -> None:
+    """lastError and server.status failed say `kind` where servers.test says `reason`."""
+    failure = {"kind": "connect_failed", "error": "connection refused", "stderrTail": []}
+    assert server_status({"status": "enabled"}, failure) == "✘ failed: connect_failed"
+    assert failure_text(failure).splitlines() == [
+        "✘ connect_failed: connection refused",
+        "  hint: nothing answers at the URL: is the server running?",
+    ]
