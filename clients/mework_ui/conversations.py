@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
 from mework_ui.model import HasModel, Model, why_missing
+from mework_ui.rows import sync_rows
 from mework_ui.words import call_card, check_summary, server_status
 
 __all__ = ["ConversationsScreen"]
@@ -68,11 +69,11 @@ class ConversationsScreen(Screen[None]):
         self.refresh_model()
 
     def refresh_model(self) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
-        for key, conv in self.conversations.items():
-            servers = len(conv.get("mcpServers", []))
-            table.add_row(key, conv.get("approvalLevel", ""), str(servers), key=key)
+        rows = [
+            (key, (key, conv.get("approvalLevel", ""), str(len(conv.get("mcpServers", [])))))
+            for key, conv in self.conversations.items()
+        ]
+        sync_rows(self.query_one(DataTable), ("id", "level", "n"), rows)  # the cursor stays
         if not self.conversations:
             self.query_one("#why", Static).update("no conversations yet")
         self.show_drawer()

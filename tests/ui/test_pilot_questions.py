@@ -13,6 +13,7 @@ from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
 from mework_ui.conversations import ConversationsScreen
 from mework_ui.questions import QuestionScreen
+from mework_ui.rows import selected
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, TextArea
 
@@ -31,7 +32,9 @@ async def test_answers_approvals(ui_daemon: UiDaemon) -> None:
 
 
 async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient) -> None:
+    await other.call("conversations.create", {"id": "ap-c0"})  # ap-c1 is in the middle
     conv = await other.call("conversations.create", {"id": "ap-c1", "mcpServers": ["ap-every"]})
+    await other.call("conversations.create", {"id": "ap-c2"})
     turn = await other.call("turns.begin", {"conversationId": conv["id"]})
     echo = next(n for n, b in turn["bindings"].items() if b["tool"] == "echo")
     results: list[Any] = []
@@ -45,6 +48,7 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
         await until(pilot, lambda: "⏳ ap-every · echo · waiting for approval" in cards())
+        assert selected(app.screen.query_one(DataTable)) == "ap-c1"  # events move no cursor
         assert "⚑ 1 question" in text(app, "#topbar")  # announced, focus not taken
         await pilot.press("f4")
         await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
