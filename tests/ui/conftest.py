@@ -1,10 +1,12 @@
 """Fixtures of the terminal UI tests: one daemon shared by every Pilot test.
 
-The Pilot tests share one in-process daemon on the session's event loop (anyio keeps one loop
-while a session-scoped async fixture lives); each adds the servers and conversations it needs
-under names of its own, so the tests stay independent while paying for one daemon start. The
-snapshot tests need a daemon process instead: ``snap_compare`` runs each app in a loop of its
-own. That process logs to a file: a pipe nobody reads would fill and stall it.
+The Pilot tests share one in-process daemon on one event loop (anyio keeps its loop while a
+package-scoped async fixture lives). Package scope, so the daemon and the servers it started
+are gone before any test outside tests/ui runs, whatever the order. Each test adds the servers
+and conversations it needs under names of its own, so the tests stay independent while paying
+for one daemon start. The snapshot tests need a daemon process instead: ``snap_compare`` runs
+each app in a loop of its own. That process logs to a file: a pipe nobody reads would fill and
+stall it.
 """
 
 import subprocess
@@ -50,12 +52,12 @@ def meworkd_process(document: Mapping[str, Any]) -> Iterator[UiDaemon]:
                     proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def anyio_backend() -> str:
-    return "asyncio"  # Textual runs on asyncio; session-wide, for the shared daemon
+    return "asyncio"  # Textual runs on asyncio; package-wide, for the shared daemon
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 async def ui_daemon() -> AsyncIterator[UiDaemon]:
     with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
         root = Path(d)
