@@ -43,7 +43,8 @@ def why_missing(
     """
     if entry is None:
         return [Check(False, f"server {name!r} is not registered", "servers.list")]
-    conv = conversation.get("id", "?")
+    conv = f"conversation {conversation.get('id', '?')}"
+    selected = name in (conversation.get("mcpServers") or [])
     invalid = entry.get("status") == "invalid"
     checks = [
         Check(
@@ -56,12 +57,7 @@ def why_missing(
             "enabled" if entry.get("enabled") else "disabled in Settings → MCP (space)",
             "servers.list",
         ),
-        Check(
-            name in (conversation.get("mcpServers") or []),
-            f"{'' if name in (conversation.get('mcpServers') or []) else 'not '}"
-            f"selected in conversation {conv}",
-            "conversations.get",
-        ),
+        Check(selected, f"{'' if selected else 'not '}selected in {conv}", "conversations.get"),
     ]
     if tool is not None:
         on = tool not in (entry.get("disabledTools") or [])
