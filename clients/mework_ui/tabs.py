@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Log, Static
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
 
-__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "interactive"]
+__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "approval_words", "interactive"]
 
 NOTHING_YET = "nothing listed yet: ctrl+t tests the server and lists what it offers"
 INTERACTIVE_KEY = "anthropic/requiresUserInteraction"
@@ -88,7 +88,7 @@ class ToolsPane(Pane):
                 name,
                 (
                     "off" if name in off else "on",
-                    _approval(name, tools.get(name), off, asks),
+                    approval_words(name, tools.get(name), off, asks),
                     name if name in tools else f"{name} (no longer listed)",
                 ),
             )
@@ -142,7 +142,7 @@ class ToolsPane(Pane):
             await self.mework.call("servers.setToolAutoApprove", params)
 
 
-def _approval(name: str, tool: dict[str, Any] | None, off: set[str], asks: set[str]) -> str:
+def approval_words(name: str, tool: dict[str, Any] | None, off: set[str], asks: set[str]) -> str:
     """The effect of the switches in words (a switch must state its effect)."""
     if name in off:
         return "— not offered"

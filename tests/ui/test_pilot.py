@@ -42,12 +42,12 @@ async def test_switch_test_edit_tools_and_logs(ui_daemon: UiDaemon) -> None:
     await add_servers(
         ui_daemon.socket,
         {
-            "sw-kitchen": kitchen("--stderr-lines", "2", env={"TOKEN": "s3cret"}),
+            "sw-every": everything(env={"TOKEN": "s3cret"}),
             "sw-broken": kitchen("--exit-at-start", "3"),
         },
     )
     async with connect(ui_daemon.socket) as client:
-        await client.call("conversations.create", {"id": "sw-c1", "mcpServers": ["sw-kitchen"]})
+        await client.call("conversations.create", {"id": "sw-c1", "mcpServers": ["sw-every"]})
     app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.screen.query_one(DataTable)
@@ -69,9 +69,9 @@ async def switch_and_test(
     await pilot.press("t")  # a failing test: the classified reason in the row, stderr below
     await until(pilot, lambda: cell(table, "sw-broken", "status") == "✘ failed: exited")
     assert "kitchen: fatal" in text(app, "#note")
-    move_to(table, "sw-kitchen")
+    move_to(table, "sw-every")
     await pilot.press("t")
-    await until(pilot, lambda: "✓ kitchen 1.0.0" in text(app, "#note"))
+    await until(pilot, lambda: "✓ mcp-servers/everything" in text(app, "#note"))
 
 
 async def edit_details(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
@@ -85,32 +85,31 @@ async def edit_details(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> Non
     assert not env.password
     await type_into(pilot, screen.query_one("#f-description", Input), "kitchen sink")
     await until(
-        pilot, lambda: (entry(settings, "sw-kitchen") or {}).get("description") == "kitchen sink"
+        pilot, lambda: (entry(settings, "sw-every") or {}).get("description") == "kitchen sink"
     )
     assert "✓ saved" in text(app, "#m-description")
     await type_into(pilot, screen.query_one("#f-timeoutSeconds", Input), "soon")
     assert "✘ a number of seconds" in text(app, "#m-timeoutSeconds")
     await type_into(pilot, screen.query_one("#f-timeoutSeconds", Input), "-5")
     await until(pilot, lambda: "not saved" in text(app, "#m-timeoutSeconds"))
-    assert "timeoutSeconds" not in entry(settings, "sw-kitchen")
-    assert "kitchen 1.0.0" in text(app, "#head")
+    assert "timeoutSeconds" not in entry(settings, "sw-every")
+    assert "mcp-servers/everything" in text(app, "#head")
 
 
 async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
     await show_tab(pilot, app, "tools")
     tools = app.screen.query_one("#tool-table", DataTable)
     await until(pilot, lambda: "echo" in tools.rows)
-    assert cell(tools, "interactive_true", "approval") == "⚑ asks every call (server)"
     tools.focus()
     move_to(tools, "echo")
     await pilot.press("space")
     await until(pilot, lambda: cell(tools, "echo", "on") == "off")
-    assert entry(settings, "sw-kitchen")["disabledTools"] == ["echo"]
+    assert entry(settings, "sw-every")["disabledTools"] == ["echo"]
     assert "model sees mcp__" in text(app, "#tool-detail")
-    move_to(tools, "add")
+    move_to(tools, "get-sum")
     await pilot.press("a")
-    await until(pilot, lambda: cell(tools, "add", "approval") == "asks every call")
-    assert entry(settings, "sw-kitchen")["disabledAutoApproveTools"] == ["add"]
+    await until(pilot, lambda: cell(tools, "get-sum", "approval") == "asks every call")
+    assert entry(settings, "sw-every")["disabledAutoApproveTools"] == ["get-sum"]
     move_to(tools, "echo")
     await pilot.press("w")  # why would echo be missing from sw-c1's next turn?
     await until(pilot, lambda: "switched off" in text(app, "#why-lines"))
@@ -121,7 +120,7 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("escape")
     await show_tab(pilot, app, "logs")
     log = app.screen.query_one(Log)
-    await until(pilot, lambda: "stderr line" in "\n".join(log.lines))
+    await until(pilot, lambda: "Starting default (STDIO) server" in "\n".join(log.lines))
 
 
 async def show_tab(pilot: Pilot[Any], app: MeworkApp, tab: str) -> None:

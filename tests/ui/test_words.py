@@ -6,6 +6,7 @@ pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
 from mework_ui.questions import typed
+from mework_ui.tabs import approval_words
 from mework_ui.words import call_card, failure_text, server_status, time_left_text
 
 
@@ -89,3 +90,12 @@ def test_a_daemon_failure_says_its_kind() -> None:
         "✘ connect_failed: connection refused",
         "  hint: nothing answers at the URL: is the server running?",
     ]
+
+
+def test_a_tool_switch_states_its_effect() -> None:
+    must_ask = {"name": "t", "_meta": {"anthropic/requiresUserInteraction": True}}
+    not_declared = {"name": "t", "_meta": {"anthropic/requiresUserInteraction": False}}
+    assert approval_words("t", must_ask, set(), set()) == "⚑ asks every call (server)"
+    assert approval_words("t", not_declared, set(), set()) == "level decides"
+    assert approval_words("t", not_declared, set(), {"t"}) == "asks every call"
+    assert approval_words("t", must_ask, {"t"}, set()) == "— not offered"
