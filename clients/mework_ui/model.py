@@ -3,6 +3,7 @@
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -13,7 +14,6 @@ from mework_ui.link import Link, Offline, describe
 __all__ = ["Check", "Coalescer", "HasModel", "Model", "failure_kind", "why_missing"]
 
 MAX_CARDS = 200  # tool cards kept across conversations, oldest dropped first
-DEFAULT_TIMEOUT = 600.0  # mcp.approval_timeout_seconds and question_timeout_seconds' default
 
 
 @dataclass(frozen=True)
@@ -132,9 +132,8 @@ class Model:
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
-        # When each question stops waiting (monotonic), and whether that is exact: one seen
-        # being asked is; one found at a (re)connect was asked earlier, so it is an upper bound.
-        self.deadlines: dict[str, tuple[float, bool]] = {}
+        # When each question stops waiting (monotonic), from the daemon's ``expiresAt``.
+        self.deadlines: dict[str, float] = {}
         self.cards: dict[str, dict[str, Any]] = {}  # "turnId/callId" → the call's audit entry
         self.stale = Coalescer()
 
@@ -167,14 +166,14 @@ class Model:
         self.questions = {}
         for item in (await self.link.call("approvals.list")).get("approvals", []):
             self.questions[item["approvalId"]] = {"kind": "approval", **item}
-            self.note_deadline(item["approvalId"], "approval", exact=False)
+            self.note_deadline(item["approvalId"], item)
         try:
             listed = await self.link.call("elicitations.list")
         except Exception:  # noqa: BLE001 - a daemon without elicitations (method_not_found)
             listed = {}
         for item in listed.get("elicitations", []):
             self.questions[item["elicitationId"]] = {"kind": "elicitation", **item}
-            self.note_deadline(item["elicitationId"], "elicitation", exact=False)
+            self.note_deadline(item["elicitationId"], item)
         self.deadlines = {k: v for k, v in self.deadlines.items() if k in self.questions}
 
     async def load_servers(self) -> None:
@@ -236,7 +235,7 @@ class Model:
         """A question never takes focus: it is queued, counted in the bar, announced."""
         key = str(data.get("approvalId") or data.get("elicitationId"))
         self.questions[key] = {"kind": kind, **data}
-        self.note_deadline(key, kind, exact=True)
+        self.note_deadline(key, data)
         self.app.bell()
         what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
@@ -266,21 +265,20 @@ class Model:
                 return item
         return None
 
-    def note_deadline(self, key: str, kind: str, exact: bool) -> None:
-        """The daemon gives up on a question after the settings' timeout for its kind."""
-        if key in self.deadlines:
-            return  # seen before: keep what is known (an event's time is exact)
-        option = "approval_timeout_seconds" if kind == "approval" else "question_timeout_seconds"
-        mcp = self.settings_state.get("mcp") or {}
-        within = float(mcp.get(option) or DEFAULT_TIMEOUT)
-        self.deadlines[key] = (time.monotonic() + within, exact)
+    def note_deadline(self, key: str, question: dict[str, Any]) -> None:
+        """The daemon gives up on a question at its ``expiresAt`` (a wall-clock time)."""
+        try:
+            expires = datetime.fromisoformat(str(question["expiresAt"]))
+        except (KeyError, ValueError):
+            return  # no countdown rather than a wrong one
+        left = (expires - datetime.now(UTC)).total_seconds()
+        self.deadlines[key] = time.monotonic() + left
 
-    def time_left(self, key: str) -> tuple[float, bool] | None:
-        """Seconds until the question is given up on, and whether that is exact."""
+    def time_left(self, key: str) -> float | None:
+        """Seconds until the question is given up on, if known."""
         if key not in self.deadlines:
             return None
-        deadline, exact = self.deadlines[key]
-        return max(deadline - time.monotonic(), 0.0), exact
+        return max(self.deadlines[key] - time.monotonic(), 0.0)
 
     def record_test(self, name: str, result: dict[str, Any]) -> None:
         """Keep a test's verdict: a success clears a failure, a failure replaces it."""

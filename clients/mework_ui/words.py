@@ -87,15 +87,14 @@ def settings_banner(state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def time_left_text(left: tuple[float, bool] | None) -> str:
-    """How long a question still waits: ``9:42 left``, or ``at most`` when it was found waiting."""
-    if left is None:
+def time_left_text(seconds: float | None) -> str:
+    """How long a question still waits: ``⌛ 9:42 left to answer``."""
+    if seconds is None:
         return ""
-    seconds, exact = left
     minutes, rest = divmod(int(seconds), 60)
     if seconds <= 0:
         return "⌛ time is up: meworkd gives up waiting"
-    return f"⌛ {'' if exact else 'at most '}{minutes}:{rest:02d} left to answer"
+    return f"⌛ {minutes}:{rest:02d} left to answer"
 
 
 def check_lines(checks: list[Check]) -> list[str]:

@@ -11,13 +11,13 @@ most the outcomes of the last batch; the next start marks what was left ``reques
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
+from meworkd.base.clock import wire_time
 from meworkd.base.errors import AuditUnavailable
 from meworkd.base.log import get_logger
 
@@ -28,7 +28,6 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "audit_view",
-    "now_iso",
 ]
 
 AUDIT_BATCH_DELAY = 0.02  # seconds; a crash may lose outcomes this recent, never a request
@@ -36,11 +35,6 @@ REQUESTED = "requested"  # the decision of a call whose outcome is not written y
 INTERRUPTED = "interrupted"  # ... and of one whose daemon stopped before it could be
 
 log = get_logger("meworkd.state")
-
-
-def now_iso(timestamp: float | None = None) -> str:
-    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +117,7 @@ class AuditLog:
     ) -> int:
         """Write a call's ``requested`` record now, before it is sent; its id for the outcome.
 
-        ``at``: the record's time (:func:`now_iso`), when the caller announces it too.
+        ``at``: the record's time (:func:`wire_time`), when the caller announces it too.
 
         Raises:
             AuditUnavailable: it could not be written (disk full, read-only, damaged): the
@@ -133,7 +127,7 @@ class AuditLog:
             cursor = self._db.execute(
                 f"INSERT INTO audit ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
                 (
-                    at or now_iso(),
+                    at or wire_time(),
                     conversation_id,
                     turn_id,
                     call_id,
@@ -218,7 +212,7 @@ class AuditLog:
             return
         inserts = [
             (
-                now_iso(stamp),
+                wire_time(stamp),
                 entry.conversation_id,
                 entry.turn_id,
                 entry.call_id,

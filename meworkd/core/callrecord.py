@@ -11,10 +11,11 @@ or the reply, only the arguments' digest.
 import time
 from typing import NamedTuple
 
+from meworkd.base.clock import wire_time
 from meworkd.base.events import EventBus
 from meworkd.core.approvals.gate import Decision
 from meworkd.core.approvals.policy import DecidedBy
-from meworkd.core.audit import AuditEntry, audit_view, now_iso
+from meworkd.core.audit import AuditEntry, audit_view
 from meworkd.core.state import StateDB
 
 __all__ = ["CallFields", "CallRecord"]
@@ -49,7 +50,7 @@ class CallRecord:
         self._bus = bus
         self.fields = fields
         self._started = time.monotonic()
-        self.time = now_iso()
+        self.time = wire_time()
         self.id = db.record_request(**fields._asdict(), at=self.time)
         self.allowed: Decision | None = None
         self.finished = False

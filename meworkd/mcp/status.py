@@ -7,9 +7,9 @@ sentence and the tail of that session's stderr (lines already redacted when they
 kept as the server's last failure until a later connection of it succeeds. In memory only.
 """
 
-from datetime import UTC, datetime
 from typing import Any
 
+from meworkd.base.clock import wire_time
 from meworkd.base.errors import MeworkError, ShuttingDown
 from meworkd.base.events import EventBus
 
@@ -52,7 +52,7 @@ class ServerStatus:
             "error": exc.message,
             "stderrTail": tail or [],
             "conversation": conversation,
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "time": wire_time(),
         }
         self.publish(server, conversation, "failed", kind=kind, error=exc.message, stderrTail=tail)
 

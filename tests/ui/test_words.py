@@ -59,9 +59,9 @@ def test_form_answers_take_the_schemas_types() -> None:
 
 
 def test_time_left_to_answer() -> None:
-    assert time_left_text((582.4, True)) == "⌛ 9:42 left to answer"
-    assert time_left_text((61, False)) == "⌛ at most 1:01 left to answer"  # found waiting
-    assert time_left_text((0.0, True)) == "⌛ time is up: meworkd gives up waiting"
+    assert time_left_text(582.4) == "⌛ 9:42 left to answer"
+    assert time_left_text(61) == "⌛ 1:01 left to answer"
+    assert time_left_text(0.0) == "⌛ time is up: meworkd gives up waiting"
     assert time_left_text(None) == ""
 
 
