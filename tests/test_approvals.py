@@ -94,6 +94,7 @@ async def test_levels_ask_or_run(mw: Harness) -> None:
             "conversationId": conv,
             "turnId": turn["turnId"],
             "callId": request["callId"],
+            "expiresAt": request["expiresAt"],
             "name": echo,
             "server": "k",
             "tool": "echo",

@@ -1,6 +1,7 @@
 """meworkd.core.prompts: a question is answered once (first answer wins), or ends unanswered on
 timeout, cancellation of its call or turn, or the daemon stopping; nothing is left pending."""
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -19,6 +20,10 @@ KIND: PromptKind[str] = PromptKind(
     resolution=lambda answer: {"answer": answer},
     not_found=ApprovalNotFound,
 )
+
+
+WITHIN = timedelta(seconds=30)  # Asker's default
+MS = timedelta(milliseconds=1)  # expiresAt is written to the millisecond
 
 
 def unanswered(why: Unanswered) -> str:
@@ -48,6 +53,7 @@ async def test_first_answer_wins_and_events_carry_the_id() -> None:
     bus = EventBus()
     broker: PromptBroker[str] = PromptBroker(bus, KIND)
     asker = Asker(broker)
+    before = datetime.now(UTC)
     async with anyio.create_task_group() as tg:
         tg.start_soon(asker.ask, "a")
         (question,) = await _asked(broker, 1)
@@ -56,8 +62,12 @@ async def test_first_answer_wins_and_events_carry_the_id() -> None:
             "conversationId": "c1",
             "turnId": "t1",
             "callId": "a",
+            "expiresAt": question["expiresAt"],
             "what": "a",
         }
+        # When it times out, for a frontend's countdown: ``within`` (30 s) from being asked.
+        expires = datetime.fromisoformat(question["expiresAt"])
+        assert before + WITHIN - MS <= expires <= datetime.now(UTC) + WITHIN
         broker.answer(question["questionId"], "yes")
         with pytest.raises(ApprovalNotFound):
             broker.answer(question["questionId"], "no")

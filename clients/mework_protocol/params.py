@@ -5,7 +5,7 @@ Decoded by the daemon only for now: this module needs msgspec, so the standard-l
 (``mework_client``, ``meworkctl``) must not import it.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -107,6 +107,8 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     approval_timeout_seconds: float | None = None
     question_timeout_seconds: float | None = None
     sampling: bool | None = None
+    # Live sessions kept before the least recently used idle ones close (as in the file: > 0).
+    max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
 
 
 class PresetParams(_Params):

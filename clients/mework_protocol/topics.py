@@ -2,6 +2,7 @@
 
 __all__ = [
     "APPROVAL_TOPICS",
+    "CALL_TOPICS",
     "ELICITATION_TOPICS",
     "EVENTS_OVERFLOWED",
     "REQUEST_TOPICS",
@@ -12,11 +13,14 @@ __all__ = [
 APPROVAL_TOPICS = ("approval.requested", "approval.resolved")
 ELICITATION_TOPICS = ("elicitation.requested", "elicitation.resolved", "elicitation.completed")
 SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
+# A tool call put on record, and its outcome (the audit entry): what a tool card follows.
+CALL_TOPICS = ("call.started", "call.finished")
 # Everything a person may be asked (what `meworkctl requests watch` listens to).
 REQUEST_TOPICS = (*APPROVAL_TOPICS, *ELICITATION_TOPICS, *SAMPLING_TOPICS)
 TOPICS = frozenset(
     {
         *REQUEST_TOPICS,
+        *CALL_TOPICS,
         "server.changed",
         "settings.reloaded",
         "settings.invalid",

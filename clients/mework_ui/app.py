@@ -2,7 +2,7 @@
 
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
@@ -12,6 +12,7 @@ from mework_ui.conversations import ConversationsScreen
 from mework_ui.model import Model
 from mework_ui.questions import QuestionScreen
 from mework_ui.servers import ServersScreen
+from mework_ui.shell import HelpScreen, TooSmall, too_small
 
 __all__ = ["MeworkApp"]
 
@@ -25,6 +26,8 @@ class MeworkApp(App[None]):
     TITLE = "meworkd"
     CSS_PATH = "mework.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", priority=True),
+        Binding("question_mark", "help", "Help", show=False),
         Binding("f2", "servers", "Servers", priority=True, show=False),
         Binding("f3", "conversations", "Chats", priority=True),
         Binding("f4", "questions", "Questions", priority=True),
@@ -37,12 +40,30 @@ class MeworkApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(ServersScreen())
+        self.fit(self.size.width, self.size.height)
         self.follow()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit(event.size.width, event.size.height)
+
+    def fit(self, width: int, height: int) -> None:
+        """Below 80×24 a notice covers the screens rather than a layout that falls apart."""
+        top = self.screen
+        if too_small(width, height):
+            if isinstance(top, TooSmall):
+                top.show(width, height)
+            else:
+                self.push_screen(TooSmall())
+        elif isinstance(top, TooSmall):
+            self.pop_screen()
+
+    def covered(self) -> bool:
+        """Keys that change screens wait while the notice or the help is up."""
+        return isinstance(self.screen, TooSmall | HelpScreen)
 
     @work(exclusive=True, group="daemon")
     async def follow(self) -> None:
-        model = self.model
-        await model.link.run(model.on_event, model.set_connection, model.snapshot)
+        await self.model.follow()
 
     def refresh_views(self) -> None:
         for screen in self.screen_stack:
@@ -55,14 +76,44 @@ class MeworkApp(App[None]):
                 except NoMatches:  # pushed, not composed yet: it draws itself on mount
                     pass
 
+    def action_help(self) -> None:
+        if not self.covered():
+            self.push_screen(HelpScreen(key_sections(self.BINDINGS)))
+
     def action_servers(self) -> None:
+        if self.covered():
+            return
         while len(self.screen_stack) > 2:  # the default screen, then Settings → MCP
             self.pop_screen()
 
     def action_conversations(self) -> None:
+        if self.covered():
+            return
         self.action_servers()
         self.push_screen(ConversationsScreen())
 
     def action_questions(self) -> None:
-        if not any(isinstance(s, QuestionScreen) for s in self.screen_stack):
+        if not self.covered() and not any(isinstance(s, QuestionScreen) for s in self.screen_stack):
             self.push_screen(QuestionScreen())
+
+
+def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingType]]]:
+    """The help screen's sections: each screen's keys, read from its bindings."""
+    from mework_ui.detail import DetailScreen
+    from mework_ui.dialogs import ConfirmRemove, ImportDialog
+    from mework_ui.inspection import PromptsPane
+    from mework_ui.options import OptionsScreen
+    from mework_ui.tabs import ToolsPane
+
+    return [
+        ("Everywhere", everywhere),
+        ("Settings → MCP (servers)", ServersScreen.BINDINGS),
+        ("Server detail", DetailScreen.BINDINGS),
+        ("  Tools tab", ToolsPane.BINDINGS),
+        ("  Prompts tab", PromptsPane.BINDINGS),
+        ("Import from JSON", ImportDialog.BINDINGS),
+        ("Remove a server", ConfirmRemove.BINDINGS),
+        ("MCP options (o on servers)", OptionsScreen.BINDINGS),
+        ("Conversations", ConversationsScreen.BINDINGS),
+        ("Questions (approvals, forms)", QuestionScreen.BINDINGS),
+    ]

@@ -10,44 +10,22 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
-from mework_ui.model import HasModel, Model
-from mework_ui.words import server_status
+from mework_ui.model import HasModel, Model, why_missing
+from mework_ui.rows import sync_rows
+from mework_ui.words import call_card, check_summary, server_status
 
-__all__ = ["ConversationsScreen", "why_missing"]
+__all__ = ["ConversationsScreen"]
 
-
-def why_missing(
-    app: Model, conversation: dict[str, Any], name: str, tool: str | None = None
-) -> list[str]:
-    """Why ``name``'s tools would be missing from the conversation's next turn, check by check."""
-    entry = app.servers.get(name)
-    if entry is None:
-        return [f"✘ {name}: not registered"]
-    checks = [
-        (entry.get("status") != "invalid", "valid", f"invalid: {entry.get('error')}"),
-        (bool(entry.get("enabled")), "enabled", "disabled (space on Servers switches it on)"),
-        (name in conversation.get("mcpServers", []), "selected", "not selected here"),
-    ]
-    if tool is not None:
-        on = tool not in (entry.get("disabledTools") or [])
-        checks.append((on, f"tool {tool} on", f"tool {tool} switched off"))
-    auth = entry.get("auth")
-    if isinstance(auth, dict):
-        state = auth.get("state")
-        checks.append((state in ("none", "authorized"), "logged in", f"login {state}"))
-    failure = app.failures.get(name)
-    reason = f"failing: {failure.get('reason')}: {failure.get('error')}" if failure else ""
-    checks.append((failure is None, "no failure seen", reason))
-    failed = [bad for ok, _good, bad in checks if not ok]
-    if not failed:
-        return [f"✓ {name}: {', '.join(good for _ok, good, _bad in checks)}"]
-    return [f"✘ {name}: {bad}" for bad in failed]
+CARDS_SHOWN = 5  # the last calls of the conversation: what fits above the drawer's checks
 
 
 class ConversationsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("r", "reload", "Reload"),
+        Binding("y", "answer('allow')", "Allow"),
+        Binding("c", "answer('allow', 'conversation')", "Allow for chat", show=False),
+        Binding("n", "answer('deny')", "Deny"),
     ]
 
     def __init__(self) -> None:
@@ -70,6 +48,7 @@ class ConversationsScreen(Screen[None]):
                 )
                 yield Select([], id="preset", prompt="no preset", compact=True)
                 yield SelectionList[str](id="conv-servers")
+        yield Static("", id="cards")
         yield Static("", id="why")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -90,11 +69,11 @@ class ConversationsScreen(Screen[None]):
         self.refresh_model()
 
     def refresh_model(self) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
-        for key, conv in self.conversations.items():
-            servers = len(conv.get("mcpServers", []))
-            table.add_row(key, conv.get("approvalLevel", ""), str(servers), key=key)
+        rows = [
+            (key, (key, conv.get("approvalLevel", ""), str(len(conv.get("mcpServers", [])))))
+            for key, conv in self.conversations.items()
+        ]
+        sync_rows(self.query_one(DataTable), ("id", "level", "n"), rows)  # the cursor stays
         if not self.conversations:
             self.query_one("#why", Static).update("no conversations yet")
         self.show_drawer()
@@ -103,6 +82,44 @@ class ConversationsScreen(Screen[None]):
         self.chosen = str(event.row_key.value)
         self.show_drawer()
         self.query_one(SelectionList).focus()
+        self.load_cards(self.chosen)
+
+    @work(group="cards")
+    async def load_cards(self, conversation: str) -> None:
+        """The conversation's last calls from the audit log; events keep them current."""
+        got = await self.mework.call("audit.list", {"conversationId": conversation, "limit": 10})
+        for entry in (got or {}).get("entries", []):
+            self.mework.note_call(entry, finished=entry.get("decision") != "requested")
+        self.show_cards()
+
+    def show_cards(self) -> None:
+        cards = self.mework.cards_of(self.chosen or "")[-CARDS_SHOWN:]
+        lines = [call_card(c, self.mework.waiting_approval(c) is not None) for c in cards]
+        self.query_one("#cards", Static).update("\n".join(lines))
+        self.query_one("#cards", Static).display = bool(lines)
+        self.refresh_bindings()
+
+    def first_waiting(self) -> dict[str, Any] | None:
+        for card in self.mework.cards_of(self.chosen or ""):
+            if (item := self.mework.waiting_approval(card)) is not None:
+                return item
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The approve keys show only while a call of this conversation waits for one."""
+        if action != "answer":
+            return True
+        item = self.first_waiting()  # False hides a key (None would show it greyed out)
+        return item is not None and (
+            parameters[-1] != "conversation" or bool(item.get("hookMayDecide"))
+        )
+
+    @work(group="answer")
+    async def action_answer(self, decision: str, scope: str = "once") -> None:
+        item = self.first_waiting()
+        if item is not None:
+            params = {"approvalId": item["approvalId"], "decision": decision, "scope": scope}
+            await self.mework.call("approvals.respond", params)
 
     def show_drawer(self) -> None:
         conv = self.conversations.get(self.chosen or "")
@@ -123,9 +140,11 @@ class ConversationsScreen(Screen[None]):
             self.query_one("#level", Select).value = conv.get("approvalLevel", APPROVAL_LEVELS[0])
             preset = conv.get("preset")
             self.query_one("#preset", Select).value = preset if preset else Select.NULL
+        self.show_cards()
         lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
-        for name in self.mework.servers:
-            lines += why_missing(self.mework, conv, name)
+        for name, entry in self.mework.servers.items():
+            failure = self.mework.failures.get(name)
+            lines += check_summary(name, why_missing(name, entry, conv, failure))
         self.query_one("#why", Static).update("\n".join(lines))
 
     @on(SelectionList.SelectedChanged)

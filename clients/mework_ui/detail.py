@@ -13,11 +13,18 @@ from mework_ui.fields import SECRET_FIELDS, TEXT_FIELDS, FieldError, parse_field
 from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
-from mework_ui.tabs import LogsPane, ToolsPane
+from mework_ui.tabs import LogsPane, Pane, ToolsPane
 from mework_ui.words import failure_text, server_status, test_summary
 
 __all__ = ["DetailScreen"]
 
+MASKED = "masked: ^r reveals"
+PANES: dict[str, type[Pane]] = {
+    "tools": ToolsPane,
+    "prompts": PromptsPane,
+    "resources": ResourcesPane,
+    "logs": LogsPane,
+}
 TRANSPORTS = [("stdio", "stdio"), ("streamable_http", "streamable_http")]
 
 
@@ -27,7 +34,7 @@ class DetailScreen(Screen[None]):
         Binding("ctrl+t", "test", "Test", priority=True),
         Binding("ctrl+n", "tab(1)", "Next tab", priority=True),
         Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
-        Binding("ctrl+r", "reveal", "Reveal", priority=True),
+        Binding("ctrl+r", "reveal", "Reveal secrets", priority=True, show=False),
         Binding("ctrl+l", "login", "Login", show=False, priority=True),
     ]
 
@@ -47,14 +54,8 @@ class DetailScreen(Screen[None]):
         with TabbedContent(initial=self.tab):
             with TabPane("General", id="general"), VerticalScroll():
                 yield from self.general_fields()
-            with TabPane("Tools", id="tools"):
-                yield ToolsPane(self.server)
-            with TabPane("Prompts", id="prompts"):
-                yield PromptsPane(self.server)
-            with TabPane("Resources", id="resources"):
-                yield ResourcesPane(self.server)
-            with TabPane("Logs", id="logs"):
-                yield LogsPane(self.server)
+            for tab in PANES:  # filled when first shown: the page opens fast, Logs follow later
+                yield TabPane(tab.capitalize(), id=tab)
         yield Footer(compact=True, show_command_palette=False)
 
     def general_fields(self) -> ComposeResult:
@@ -65,7 +66,7 @@ class DetailScreen(Screen[None]):
             with Horizontal(classes="row", id=f"row-{key}"):
                 yield Static(label, classes="label")
                 yield Input(id=f"f-{key}", password=key in SECRET_FIELDS, compact=True)
-                yield Static("", id=f"m-{key}", classes="msg")
+                yield Static(MASKED if key in SECRET_FIELDS else "", id=f"m-{key}", classes="msg")
         for key, label in (("enabled", "Enabled"), ("longRunning", "Long running")):
             with Horizontal(classes="row"):
                 yield Static(label, classes="label")
@@ -74,7 +75,17 @@ class DetailScreen(Screen[None]):
         yield Static("", id="auth")
         yield Static("", id="verdict")
 
+    @on(TabbedContent.TabActivated)
+    def fill_tab(self, event: TabbedContent.TabActivated) -> None:
+        self.fill(str(event.pane.id))
+
+    def fill(self, tab: str) -> None:
+        pane = self.query_one(f"#{tab}", TabPane)
+        if tab in PANES and not pane.children:
+            pane.mount(PANES[tab](self.server))
+
     def on_mount(self) -> None:
+        self.fill(self.tab)
         if self.server is None:
             self.query_one("#f-name", Input).focus()
             self.show_entry()
@@ -203,7 +214,10 @@ class DetailScreen(Screen[None]):
         tabs = self.query_one(TabbedContent)
         order = ["general", "tools", "prompts", "resources", "logs"]
         tabs.active = order[(order.index(tabs.active or "general") + step) % len(order)]
-        pane = tabs.get_pane(tabs.active)
+        self.fill(tabs.active)
+        self.call_after_refresh(self.focus_tab, tabs.get_pane(tabs.active))
+
+    def focus_tab(self, pane: TabPane) -> None:
         focusable = [w for w in pane.query("DataTable, Input, Log") if w.focusable]
         if focusable:
             focusable[0].focus()

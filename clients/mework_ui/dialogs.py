@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Footer, Input, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 from mework_ui.fields import FieldError, parse_field
@@ -26,6 +26,7 @@ class AddMenu(ModalScreen[str | None]):
             yield OptionList(
                 Option("Add server", id="add"), Option("Import from JSON", id="import")
             )
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
@@ -78,6 +79,7 @@ class ImportDialog(ModalScreen[None]):
                 yield Static("Inputs:", classes="label")
                 yield Input(placeholder="ID=value … for ${input:ID}", password=True, id="inputs")
             yield Static("", id="report")
+        yield Footer(compact=True, show_command_palette=False)
 
     @property
     def mework(self) -> Model:
@@ -148,6 +150,7 @@ class ConfirmRemove(ModalScreen[str | None]):
             yield Static(f"Remove server {self.server!r}?", id="question")
             yield Static("", id="users")
             yield Static("y Remove   n Keep")
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.find_users()

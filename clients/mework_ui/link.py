@@ -12,7 +12,7 @@ from mework_client import DaemonNotRunning, RpcError, UntrustedSocket
 from mework_client.aio import AsyncClient, connect
 from mework_protocol.topics import EVENTS_OVERFLOWED
 
-__all__ = ["Link", "Offline", "describe", "is_missing_method"]
+__all__ = ["WAITING", "Link", "Offline", "describe", "is_missing_method", "lost_text"]
 
 # Topics of features other frontends' daemons may not have yet are asked for too; a daemon that
 # does not know one answers invalid_params with its own list, and the UI asks again with that.
@@ -25,8 +25,12 @@ WANTED_TOPICS = (
     "server.auth",
     "elicitation.requested",
     "elicitation.resolved",
+    "call.started",
+    "call.finished",
 )
 FIRST_DELAY, MAX_DELAY = 0.1, 5.0
+WAITING = "… starting meworkd (its socket is there; waiting for its first answer)"
+WAITING_AGAIN = "↻ reconnecting… (waiting for meworkd's first answer)"
 
 OnEvent = Callable[[str, Any], Awaitable[None]]
 OnState = Callable[[str, bool], None]
@@ -66,6 +70,13 @@ async def subscribe_known(client: AsyncClient, topics: list[str], **extra: Any) 
     return list(reply.get("topics") or topics)
 
 
+def lost_text(message: str, delay: float, was_online: bool) -> str:
+    """The bar while offline: a restart is a reconnect, not an error."""
+    if was_online:
+        return f"↻ reconnecting… {message}; retrying in {delay:.1f} s"
+    return f"✘ {message}: retrying in {delay:.1f} s"
+
+
 class Link:
     def __init__(self, socket_path: str | None) -> None:
         self.socket_path = socket_path
@@ -85,16 +96,21 @@ class Link:
             raise
 
     async def run(self, on_event: OnEvent, on_state: OnState, on_connected: OnConnected) -> None:
-        """Forever: connect, subscribe, snapshot, apply events; on loss, say so and retry."""
-        delay = FIRST_DELAY
+        """Forever: connect, subscribe, snapshot, apply events; on loss, say so and retry.
+
+        Under socket activation the socket accepts before the daemon runs, and the first reply
+        comes once it has started: that wait is shown as such, not as a frozen screen.
+        """
+        delay, was_online = FIRST_DELAY, False
         while True:
             try:
                 async with connect(self.socket_path) as client:
+                    on_state(WAITING_AGAIN if was_online else WAITING, False)
                     self.topics = await subscribe_known(client, list(WANTED_TOPICS))
                     self.client, self.missing = client, set()
                     await on_connected()  # the snapshot: events meanwhile wait in the stream
                     on_state("● connected", True)
-                    delay = FIRST_DELAY
+                    delay, was_online = FIRST_DELAY, True
                     async for topic, data in client.event_stream:
                         if topic == EVENTS_OVERFLOWED:
                             break  # missed events: reconnect and re-read everything
@@ -107,7 +123,7 @@ class Link:
             except (ConnectionError, OSError, RpcError):
                 message = "meworkd unreachable"
             self.client = None
-            on_state(f"✘ {message}: retrying in {delay:.1f} s", False)
+            on_state(lost_text(message, delay, was_online), False)
             await anyio.sleep(delay)
             delay = min(delay * 2, MAX_DELAY)
 

@@ -1,13 +1,120 @@
 """What the UI knows of meworkd, kept current by the Link's events; every screen reads it."""
 
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import anyio
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
 
-__all__ = ["HasModel", "Model"]
+__all__ = ["Check", "Coalescer", "HasModel", "Model", "failure_kind", "why_missing"]
+
+MAX_CARDS = 200  # tool cards kept across conversations, oldest dropped first
+
+
+@dataclass(frozen=True)
+class Check:
+    """One reason a tool may be missing from a turn: met (True), not met, or unknown here."""
+
+    ok: bool | None
+    text: str
+    source: str  # where it was read: the method, or "outside meworkd"
+    detail: tuple[str, ...] = ()
+
+
+LOGGED_IN = ("none", "authorized")
+
+
+def why_missing(
+    name: str,
+    entry: dict[str, Any] | None,
+    conversation: dict[str, Any],
+    failure: dict[str, Any] | None,
+    tool: str | None = None,
+    listed: list[str] | None = None,
+) -> list[Check]:
+    """Every check between a server's tool and a conversation's next turn, in order (§2.7).
+
+    ``listed``: the tool names the server last reported (None when nothing is known yet).
+    """
+    if entry is None:
+        return [Check(False, f"server {name!r} is not registered", "servers.list")]
+    conv = f"conversation {conversation.get('id', '?')}"
+    selected = name in (conversation.get("mcpServers") or [])
+    invalid = entry.get("status") == "invalid"
+    checks = [
+        Check(
+            not invalid,
+            f"invalid: {entry.get('error')}" if invalid else f"server {name!r} is valid",
+            "servers.list",
+        ),
+        Check(
+            bool(entry.get("enabled")),
+            "enabled" if entry.get("enabled") else "disabled in Settings → MCP (space)",
+            "servers.list",
+        ),
+        Check(selected, f"{'' if selected else 'not '}selected in {conv}", "conversations.get"),
+    ]
+    if tool is not None:
+        on = tool not in (entry.get("disabledTools") or [])
+        checks.append(Check(on, f"tool {tool!r} switched {'on' if on else 'off'}", "servers.list"))
+        if listed is None:
+            checks.append(Check(None, "not known yet what it lists: test it (ctrl+t)", "—"))
+        else:
+            there = tool in listed
+            said = "the server lists it" if there else "the server no longer lists it"
+            checks.append(Check(there, said, "servers.tools"))
+    auth = entry.get("auth")
+    if isinstance(auth, dict) and auth.get("state") not in LOGGED_IN:
+        checks.append(Check(False, f"login {auth.get('state')}", "servers.list auth"))
+    checks.append(_failure_check(failure))
+    if tool is not None:
+        checks.append(Check(None, "the chat model must support tool calling", "outside meworkd"))
+    return checks
+
+
+def failure_kind(failure: dict[str, Any]) -> str:
+    """The classified reason: ``reason`` in a servers.test result, ``kind`` in lastError and
+    server.status ``failed``."""
+    return str(failure.get("reason") or failure.get("kind") or "error")
+
+
+def _failure_check(failure: dict[str, Any] | None) -> Check:
+    if failure is None:
+        return Check(True, "no failure seen", "server.status")
+    source = "servers.test" if "ok" in failure else "server.status"
+    stderr = tuple(f"stderr: {line}" for line in failure.get("stderrTail") or [])
+    text = f"failed: {failure_kind(failure)}"
+    return Check(False, text, source, (str(failure.get("error") or ""), *stderr))
+
+
+class Coalescer:
+    """One re-read per burst of events: each event marks what is stale, one task reads it.
+
+    Marks made while a read runs are kept for the next one, so nothing is missed and a burst
+    of N events costs at most two reads.
+    """
+
+    def __init__(self) -> None:
+        self.stale: set[str] = set()
+        self.rounds = 0  # re-reads done so far
+        self._wake = anyio.Event()
+
+    def mark(self, *parts: str) -> None:
+        self.stale.update(parts)
+        self._wake.set()
+
+    async def run(self, reread: Callable[[set[str]], Awaitable[None]]) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            parts, self.stale = self.stale, set()
+            await reread(parts)
+            self.rounds += 1
 
 
 class Model:
@@ -25,6 +132,26 @@ class Model:
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}  # approvals and elicitations, by id
+        # When each question stops waiting (monotonic), from the daemon's ``expiresAt``.
+        self.deadlines: dict[str, float] = {}
+        self.cards: dict[str, dict[str, Any]] = {}  # "turnId/callId" → the call's audit entry
+        self.stale = Coalescer()
+
+    async def follow(self) -> None:
+        """The daemon's link, and beside it the one task that re-reads what events made stale."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.stale.run, self.reread)
+            await self.link.run(self.on_event, self.set_connection, self.snapshot)
+
+    async def reread(self, parts: set[str]) -> None:
+        try:
+            if "settings" in parts:
+                await self.load_settings()
+            if "servers" in parts:
+                await self.load_servers()
+        except Exception:  # noqa: BLE001 - offline or refused: the next snapshot re-reads all
+            return
+        self.changed()
 
     def set_connection(self, text: str, online: bool) -> None:
         self.connection, self.online = text, online
@@ -39,19 +166,26 @@ class Model:
         self.questions = {}
         for item in (await self.link.call("approvals.list")).get("approvals", []):
             self.questions[item["approvalId"]] = {"kind": "approval", **item}
+            self.note_deadline(item["approvalId"], item)
         try:
             listed = await self.link.call("elicitations.list")
         except Exception:  # noqa: BLE001 - a daemon without elicitations (method_not_found)
             listed = {}
         for item in listed.get("elicitations", []):
             self.questions[item["elicitationId"]] = {"kind": "elicitation", **item}
+            self.note_deadline(item["elicitationId"], item)
+        self.deadlines = {k: v for k, v in self.deadlines.items() if k in self.questions}
 
     async def load_servers(self) -> None:
         listed = (await self.link.call("servers.list")).get("servers", [])
         self.servers = {entry["name"]: entry for entry in listed}
+        self.failures = {k: v for k, v in self.failures.items() if k in self.servers}
         for entry in listed:
-            if isinstance(entry.get("lastError"), dict):
-                self.failures[entry["name"]] = entry["lastError"]
+            name, last = entry["name"], entry.get("lastError", False)
+            if isinstance(last, dict):
+                self.failures[name] = last
+            elif last is None and "ok" not in self.failures.get(name, {"ok": 0}):
+                del self.failures[name]  # the daemon saw it connect since; a test's stays
 
     async def load_settings(self) -> None:
         self.settings_state = await self.link.call("settings.get")
@@ -61,21 +195,24 @@ class Model:
             return
         if topic == "server.status":
             self.note_status(data)
-            await self.load_servers()
+            self.stale.mark("servers")
         elif topic == "server.auth":
             self.note_login(data)
-            await self.load_servers()
+            self.stale.mark("servers")
         elif topic == "settings.reloaded":
-            await self.load_servers()
-            await self.load_settings()
+            self.stale.mark("servers", "settings")
         elif topic == "settings.invalid":
-            await self.load_settings()
+            self.stale.mark("settings")
             if data.get("error"):
                 self.app.notify(f"settings file not used: {data['error']}", severity="error")
+        elif topic in ("call.started", "call.finished"):
+            self.note_call(data, finished=topic == "call.finished")
         elif topic in ("approval.requested", "elicitation.requested"):
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
-            self.questions.pop(str(data.get("approvalId") or data.get("elicitationId")), None)
+            key = str(data.get("approvalId") or data.get("elicitationId"))
+            self.questions.pop(key, None)
+            self.deadlines.pop(key, None)
         self.changed()
 
     def note_status(self, data: dict[str, Any]) -> None:
@@ -98,9 +235,50 @@ class Model:
         """A question never takes focus: it is queued, counted in the bar, announced."""
         key = str(data.get("approvalId") or data.get("elicitationId"))
         self.questions[key] = {"kind": kind, **data}
+        self.note_deadline(key, data)
         self.app.bell()
         what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
+
+    def note_call(self, entry: dict[str, Any], finished: bool) -> None:
+        """A tool card: started (on record, maybe waiting for approval), then its outcome."""
+        key = f"{entry.get('turnId')}/{entry.get('callId')}"
+        known = self.cards.get(key)
+        if not finished and known is not None and known.get("decision") != "requested":
+            return  # the outcome arrived first (an audit.list read): keep it
+        self.cards.pop(key, None)  # re-inserted last: the newest card is the last one
+        self.cards[key] = {**entry, "decision": entry.get("decision") or "requested"}
+        while len(self.cards) > MAX_CARDS:
+            del self.cards[next(iter(self.cards))]
+
+    def cards_of(self, conversation: str) -> list[dict[str, Any]]:
+        return [c for c in self.cards.values() if c.get("conversationId") == conversation]
+
+    def waiting_approval(self, card: dict[str, Any]) -> dict[str, Any] | None:
+        """The approval a card's call waits for, if any."""
+        for item in self.questions.values():
+            same = (item.get("turnId"), item.get("callId")) == (
+                card.get("turnId"),
+                card.get("callId"),
+            )
+            if item["kind"] == "approval" and same:
+                return item
+        return None
+
+    def note_deadline(self, key: str, question: dict[str, Any]) -> None:
+        """The daemon gives up on a question at its ``expiresAt`` (a wall-clock time)."""
+        try:
+            expires = datetime.fromisoformat(str(question["expiresAt"]))
+        except (KeyError, ValueError):
+            return  # no countdown rather than a wrong one
+        left = (expires - datetime.now(UTC)).total_seconds()
+        self.deadlines[key] = time.monotonic() + left
+
+    def time_left(self, key: str) -> float | None:
+        """Seconds until the question is given up on, if known."""
+        if key not in self.deadlines:
+            return None
+        return max(self.deadlines[key] - time.monotonic(), 0.0)
 
     def record_test(self, name: str, result: dict[str, Any]) -> None:
         """Keep a test's verdict: a success clears a failure, a failure replaces it."""

@@ -12,9 +12,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, TextArea
 
 from mework_ui.model import HasModel, Model
+from mework_ui.words import time_left_text
 
 __all__ = ["QuestionScreen", "approval_text"]
 
@@ -46,6 +48,7 @@ class QuestionScreen(ModalScreen[None]):
         super().__init__()
         self.index = 0
         self.shown: str | None = None
+        self.clock: Timer | None = None
 
     @property
     def mework(self) -> Model:
@@ -54,6 +57,7 @@ class QuestionScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static("", id="q-head")
+            yield Static("", id="q-clock")
             yield TextArea("", id="q-args", read_only=True)
             yield VerticalScroll(id="q-form")
             yield Input(placeholder="reason for denying (Enter sends)", id="q-reason")
@@ -63,6 +67,19 @@ class QuestionScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#q-reason").display = False
         self.refresh_model()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_model()
+        self.clock = self.set_interval(1, self.tick)  # the countdown moves only while shown
+
+    def on_screen_suspend(self) -> None:
+        if self.clock is not None:
+            self.clock.stop()
+
+    def tick(self) -> None:
+        item = self.current()
+        key = str(item.get("approvalId") or item.get("elicitationId")) if item else ""
+        self.query_one("#q-clock", Static).update(time_left_text(self.mework.time_left(key)))
 
     def current(self) -> dict[str, Any] | None:
         items = list(self.mework.questions.values())
@@ -74,12 +91,14 @@ class QuestionScreen(ModalScreen[None]):
     def refresh_model(self) -> None:
         item = self.current()
         if item is None:
-            self.dismiss(None)  # answered here or elsewhere: nothing waits
+            if self.app.screen is self:  # else on resume: dismiss pops the top screen
+                self.dismiss(None)  # answered here or elsewhere: nothing waits
             return
         key = str(item.get("approvalId") or item.get("elicitationId"))
         if key == self.shown:
             return
         self.shown = key
+        self.tick()
         self.refresh_bindings()
         position = f"{self.index + 1} of {len(self.mework.questions)}"
         self.query_one("#q-reason").display = False
@@ -118,16 +137,16 @@ class QuestionScreen(ModalScreen[None]):
         self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Only the keys that apply to the question shown are offered (None hides one)."""
+        """Only the keys that apply to the question shown are offered (False hides one)."""
         item = self.current()
         kind = item["kind"] if item is not None else ""
         if action in ("allow", "deny"):
-            return kind == "approval" or None
+            return kind == "approval"
         if action == "allow_conversation":
             ok = kind == "approval" and item is not None and item.get("hookMayDecide")
-            return (ok and SCOPE not in self.mework.link.missing) or None
+            return bool(ok and SCOPE not in self.mework.link.missing)
         if action in ("submit", "decline"):
-            return kind == "elicitation" or None
+            return kind == "elicitation"
         return True
 
     def action_step(self, delta: int) -> None:

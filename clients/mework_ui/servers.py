@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
+from mework_ui.rows import selected, sync_rows
 from mework_ui.words import failure_text, server_status, settings_banner, test_summary
 
 __all__ = ["ServersScreen"]
@@ -27,6 +28,7 @@ class ServersScreen(Screen[None]):
         Binding("delete", "remove", "Remove"),
         Binding("r", "reload", "Reload", show=False),
         Binding("R", "restart", "Restart sessions", show=False),
+        Binding("o", "options", "MCP options", show=False),
     ]
 
     @property
@@ -35,7 +37,7 @@ class ServersScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self.mework.bar_text(), id="topbar")
-        yield Static("Settings → MCP", id="title")
+        yield Static("Settings → MCP   (o: MCP options · F1: every key)", id="title")
         yield Static("", id="banner")
         yield DataTable(id="servers", cursor_type="row", zebra_stripes=False)
         yield Static("", id="note")
@@ -53,15 +55,8 @@ class ServersScreen(Screen[None]):
         banner = settings_banner(app.settings_state)
         self.query_one("#banner", Static).update(banner)
         self.query_one("#banner", Static).display = bool(banner)
-        for name in [str(k.value) for k in table.rows if k.value not in app.servers]:
-            table.remove_row(name)
-        for name, entry in app.servers.items():
-            cells = self.cells(entry)
-            if name in table.rows:
-                for (_label, key), value in zip(COLUMNS, cells, strict=True):
-                    table.update_cell(name, key, value, update_width=True)
-            else:
-                table.add_row(*cells, key=name)
+        rows = ((name, self.cells(entry)) for name, entry in app.servers.items())
+        sync_rows(table, [key for _label, key in COLUMNS], rows)
         self.show_note()
 
     def cells(self, entry: dict[str, Any]) -> tuple[str, ...]:
@@ -70,10 +65,7 @@ class ServersScreen(Screen[None]):
         return (server_status(entry, failure), entry["name"], str(entry.get("type") or "?"), on)
 
     def selected(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return selected(self.query_one(DataTable))
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_note()
@@ -113,6 +105,11 @@ class ServersScreen(Screen[None]):
 
         if (name := self.selected()) is not None:
             self.app.push_screen(DetailScreen(name, tab))
+
+    def action_options(self) -> None:
+        from mework_ui.options import OptionsScreen
+
+        self.app.push_screen(OptionsScreen())
 
     def action_logs(self) -> None:
         self.action_open("logs")

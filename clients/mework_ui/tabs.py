@@ -9,8 +9,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Log, Static
 
 from mework_ui.model import HasModel, Model
+from mework_ui.rows import selected, sync_rows
 
-__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "interactive"]
+__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "approval_words", "interactive"]
 
 NOTHING_YET = "nothing listed yet: ctrl+t tests the server and lists what it offers"
 INTERACTIVE_KEY = "anthropic/requiresUserInteraction"
@@ -62,6 +63,7 @@ class ToolsPane(Pane):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "switch", "On/off"),
         Binding("a", "auto", "Auto-approve"),
+        Binding("w", "why", "Why missing?"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -81,26 +83,22 @@ class ToolsPane(Pane):
         asks = set(entry.get("disabledAutoApproveTools") or [])
         tools = {t["name"]: t for t in self.listed()}
         names = list(tools) + sorted(off - set(tools))  # a switched-off name no longer listed
-        for row in [k for k in table.rows if k.value not in names]:
-            table.remove_row(row)
-        for name in names:
-            cells = (
-                "off" if name in off else "on",
-                _approval(name, tools.get(name), off, asks),
-                name if name in tools else f"{name} (no longer listed)",
+        rows = [
+            (
+                name,
+                (
+                    "off" if name in off else "on",
+                    approval_words(name, tools.get(name), off, asks),
+                    name if name in tools else f"{name} (no longer listed)",
+                ),
             )
-            if name in table.rows:
-                for key, value in zip(("on", "approval", "tool"), cells, strict=True):
-                    table.update_cell(name, key, value, update_width=True)
-            else:
-                table.add_row(*cells, key=name)
+            for name in names
+        ]
+        sync_rows(table, ("on", "approval", "tool"), rows)
         self.show_detail()
 
     def selected(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return selected(self.query_one(DataTable))
 
     def on_data_table_row_highlighted(self) -> None:
         self.show_detail()
@@ -121,6 +119,12 @@ class ToolsPane(Pane):
                 lines.append(f"! {problem.get('problem')}: {problem.get('detail', '')}")
         self.query_one("#tool-detail", Static).update("\n".join(lines))
 
+    def action_why(self) -> None:
+        from mework_ui.why import WhyScreen
+
+        if (name := self.selected()) is not None and self.server is not None:
+            self.app.push_screen(WhyScreen(self.server, name))
+
     @work(group="tools")
     async def action_switch(self) -> None:
         name, entry = self.selected(), self.mework.servers.get(self.server or "", {})
@@ -138,7 +142,7 @@ class ToolsPane(Pane):
             await self.mework.call("servers.setToolAutoApprove", params)
 
 
-def _approval(name: str, tool: dict[str, Any] | None, off: set[str], asks: set[str]) -> str:
+def approval_words(name: str, tool: dict[str, Any] | None, off: set[str], asks: set[str]) -> str:
     """The effect of the switches in words (a switch must state its effect)."""
     if name in off:
         return "— not offered"

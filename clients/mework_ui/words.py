@@ -2,7 +2,20 @@
 
 from typing import Any
 
-__all__ = ["failure_text", "server_status", "settings_banner", "test_summary"]
+from mework_ui.model import Check, failure_kind
+
+__all__ = [
+    "call_card",
+    "check_lines",
+    "check_summary",
+    "failure_text",
+    "server_status",
+    "settings_banner",
+    "test_summary",
+    "time_left_text",
+]
+
+MARKS = {True: "✓", False: "✘", None: "?"}
 
 _LIVE = {
     "connected": "● connected",
@@ -24,6 +37,7 @@ HINTS = {
     "unset_variable": "set it with: systemctl --user set-environment NAME=value",
     "protocol_error": "the server wrote something other than MCP on stdout",
     "auth_required": "log in to this server: Enter, then ctrl+l",
+    "connect_failed": "nothing answers at the URL: is the server running?",
 }
 
 
@@ -36,7 +50,7 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
     if isinstance(auth, dict) and auth.get("state") in LOGIN_STATES:
         return f"⚷ {LOGIN_STATES[auth['state']]}"
     if failure is not None and status != "connected":
-        return f"✘ failed: {failure.get('reason') or 'error'}"
+        return f"✘ failed: {failure_kind(failure)}"
     word = _LIVE.get(status, status)
     sessions = entry.get("sessions") or 0
     return f"{word} ({sessions})" if status == "connected" and sessions else word
@@ -44,7 +58,7 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
 
 def failure_text(failure: dict[str, Any]) -> str:
     """A failure in full: the reason, the daemon's sentence, the hint and the stderr tail."""
-    reason = str(failure.get("reason") or "error")
+    reason = failure_kind(failure)
     lines = [f"✘ {reason}: {failure.get('error') or ''}".rstrip(": ")]
     if reason in HINTS:
         lines.append(f"  hint: {HINTS[reason]}")
@@ -71,3 +85,55 @@ def settings_banner(state: dict[str, Any]) -> str:
     lines += [f"! settings: {error}" for error in state.get("errors") or []]
     lines += [f"! unsafe: {warning}" for warning in state.get("warnings") or []]
     return "\n".join(lines)
+
+
+def time_left_text(seconds: float | None) -> str:
+    """How long a question still waits: ``⌛ 9:42 left to answer``."""
+    if seconds is None:
+        return ""
+    minutes, rest = divmod(int(seconds), 60)
+    if seconds <= 0:
+        return "⌛ time is up: meworkd gives up waiting"
+    return f"⌛ {minutes}:{rest:02d} left to answer"
+
+
+def check_lines(checks: list[Check]) -> list[str]:
+    """One line per check with where it was read, its details indented below."""
+    lines = []
+    for check in checks:
+        lines.append(f"{MARKS[check.ok]} {check.text:44} {check.source}")
+        lines += [f"    {line}" for line in check.detail if line]
+    return lines
+
+
+def check_summary(name: str, checks: list[Check]) -> list[str]:
+    """A server in one line when nothing stops it, else one line per check not met."""
+    failed = [c for c in checks if c.ok is False]
+    if not failed:
+        return [f"✓ {name}: valid, enabled, selected, no failure seen"]
+    return [f"✘ {name}: {c.text}" for c in failed]
+
+
+def _size(n: float) -> str:
+    return f"{n:.0f} B" if n < 1024 else f"{n / 1024:.1f} KB"
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def call_card(card: dict[str, Any], waiting: bool) -> str:
+    """A tool call in one line: server · tool · what was decided and by whom · time · size."""
+    head = f"{card.get('server') or '?'} · {card.get('tool') or card.get('name') or '?'}"
+    decision, by = card.get("decision"), card.get("decidedBy")
+    if decision == "requested":
+        if waiting:
+            return f"⏳ {head} · waiting for approval: y allow · c conversation · n deny"
+        return f"… {head} · running"
+    if decision != "allow":
+        verb = "denied" if decision == "deny" else decision
+        return f"✘ {head} · {verb} by {by}: {card.get('reason') or ''}".rstrip(": ")
+    took = f"{_duration(float(card.get('durationMs') or 0))} · {_size(card.get('replyBytes') or 0)}"
+    if card.get("isError"):
+        return f"✘ {head} · error · allowed by {by} · {took}"
+    return f"✓ {head} · allowed by {by} · {took}"

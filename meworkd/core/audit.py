@@ -11,28 +11,30 @@ most the outcomes of the last batch; the next start marks what was left ``reques
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
+from meworkd.base.clock import wire_time
 from meworkd.base.errors import AuditUnavailable
 from meworkd.base.log import get_logger
 
-__all__ = ["AUDIT_BATCH_DELAY", "INTERRUPTED", "REQUESTED", "AuditEntry", "AuditLog", "now_iso"]
+__all__ = [
+    "AUDIT_BATCH_DELAY",
+    "INTERRUPTED",
+    "REQUESTED",
+    "AuditEntry",
+    "AuditLog",
+    "audit_view",
+]
 
 AUDIT_BATCH_DELAY = 0.02  # seconds; a crash may lose outcomes this recent, never a request
 REQUESTED = "requested"  # the decision of a call whose outcome is not written yet
 INTERRUPTED = "interrupted"  # ... and of one whose daemon stopped before it could be
 
 log = get_logger("meworkd.state")
-
-
-def now_iso(timestamp: float | None = None) -> str:
-    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,27 @@ _REQUEST_COLUMNS = (
     "time, conversation_id, turn_id, call_id, server, tool, name, arguments_digest, decision, "
     "decided_by"
 )
+
+
+def audit_view(entry_id: int, time: str, entry: AuditEntry) -> dict[str, Any]:
+    """``entry`` as audit.list shows it (and the ``call.finished`` event carries it)."""
+    return {
+        "id": entry_id,
+        "time": time,
+        "conversationId": entry.conversation_id,
+        "turnId": entry.turn_id,
+        "callId": entry.call_id,
+        "server": entry.server,
+        "tool": entry.tool,
+        "name": entry.name,
+        "argumentsDigest": entry.arguments_digest,
+        "decision": entry.decision,
+        "decidedBy": entry.decided_by or None,  # None while only requested
+        "reason": entry.reason,
+        "durationMs": entry.duration_ms,
+        "replyBytes": entry.reply_bytes,
+        "isError": entry.is_error,
+    }
 
 
 def _outcome(entry: AuditEntry) -> tuple[Any, ...]:
@@ -89,8 +112,12 @@ class AuditLog:
         tool: str,
         name: str,
         arguments_digest: str,
+        *,
+        at: str | None = None,
     ) -> int:
         """Write a call's ``requested`` record now, before it is sent; its id for the outcome.
+
+        ``at``: the record's time (:func:`wire_time`), when the caller announces it too.
 
         Raises:
             AuditUnavailable: it could not be written (disk full, read-only, damaged): the
@@ -100,7 +127,7 @@ class AuditLog:
             cursor = self._db.execute(
                 f"INSERT INTO audit ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
                 (
-                    now_iso(),
+                    at or wire_time(),
                     conversation_id,
                     turn_id,
                     call_id,
@@ -185,7 +212,7 @@ class AuditLog:
             return
         inserts = [
             (
-                now_iso(stamp),
+                wire_time(stamp),
                 entry.conversation_id,
                 entry.turn_id,
                 entry.call_id,
@@ -229,23 +256,22 @@ class AuditLog:
             args = (conversation_id,)
         query += " ORDER BY id DESC LIMIT ?"
         rows = self._db.execute(query, (*args, max(1, min(limit, 10_000)))).fetchall()
-        return [
-            {
-                "id": r["id"],
-                "time": r["time"],
-                "conversationId": r["conversation_id"],
-                "turnId": r["turn_id"],
-                "callId": r["call_id"],
-                "server": r["server"],
-                "tool": r["tool"],
-                "name": r["name"],
-                "argumentsDigest": r["arguments_digest"],
-                "decision": r["decision"],
-                "decidedBy": r["decided_by"] or None,  # None while only requested
-                "reason": r["reason"],
-                "durationMs": r["duration_ms"],
-                "replyBytes": r["reply_bytes"],
-                "isError": None if r["is_error"] is None else bool(r["is_error"]),
-            }
-            for r in reversed(rows)
-        ]
+        return [audit_view(r["id"], r["time"], _entry(r)) for r in reversed(rows)]
+
+
+def _entry(row: sqlite3.Row) -> AuditEntry:
+    return AuditEntry(
+        conversation_id=row["conversation_id"],
+        turn_id=row["turn_id"],
+        call_id=row["call_id"],
+        server=row["server"],
+        tool=row["tool"],
+        name=row["name"],
+        arguments_digest=row["arguments_digest"],
+        decision=row["decision"],
+        decided_by=row["decided_by"],
+        reason=row["reason"],
+        duration_ms=row["duration_ms"],
+        reply_bytes=row["reply_bytes"],
+        is_error=None if row["is_error"] is None else bool(row["is_error"]),
+    )

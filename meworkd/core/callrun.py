@@ -11,7 +11,14 @@ from meworkd.core.asks import ServerAsks
 from meworkd.core.catalog import Binding
 from meworkd.core.inflight import CallSlot
 from meworkd.core.replies import error_result
-from meworkd.mcp import CallClock, SessionPool, call_failure_text, call_tool
+from meworkd.mcp import (
+    CallClock,
+    SessionGone,
+    SessionPool,
+    TalkFailed,
+    call_failure_text,
+    call_tool,
+)
 from meworkd.settings import Settings
 
 __all__ = ["CallRunner", "CallSite"]
@@ -72,4 +79,8 @@ class CallRunner:
                     ),
                 )
         except ServerUnavailable as exc:
+            if not isinstance(exc, TalkFailed | SessionGone):
+                # Not the call failing but its session failing to open again (the server died
+                # since the last call, or was retired): a server failure frontends show.
+                self._pool.status.failed(binding.server, site.conversation_id, exc)
             return error_result(call_failure_text(exc, binding.server))

@@ -7,6 +7,7 @@ pending. Which events, which id key and which not-found error belong to the kind
 their own broker of this one kind of mechanism, so an answer of one kind can never settle another.
 """
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
+from meworkd.base.clock import wire_time
 from meworkd.base.events import EventBus
 
 __all__ = ["BrokerState", "PromptBroker", "PromptKind", "Subject", "Unanswered"]
@@ -86,8 +88,9 @@ class PromptBroker(Generic[A]):
     ) -> A:
         """Publish the question and wait for its answer, at most ``within`` seconds.
 
-        The question is ``{id_key, conversationId, turnId, callId, **details}``. Once the daemon
-        is stopping, nothing is asked: the answer is ``unanswered(STOPPED)`` at once.
+        The question is ``{id_key, conversationId, turnId, callId, expiresAt, **details}``
+        (``expiresAt``: when it times out, so a frontend can count down, also one that connects
+        later). Once the daemon is stopping, nothing is asked: ``unanswered(STOPPED)`` at once.
         """
         if self._state is not BrokerState.RUNNING:
             return unanswered(Unanswered.STOPPED)
@@ -97,6 +100,7 @@ class PromptBroker(Generic[A]):
             "conversationId": subject.conversation_id,
             "turnId": subject.turn_id,
             "callId": subject.call_id,
+            "expiresAt": wire_time(time.time() + within),
             **details,
         }
         pending: _Pending[A] = _Pending(subject, question)

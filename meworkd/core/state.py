@@ -17,12 +17,13 @@ import anyio
 import msgspec
 from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
+from meworkd.base.clock import wire_time
 from meworkd.base.errors import ConflictError, ConversationNotFound
 from meworkd.base.log import get_logger
-from meworkd.core.audit import AuditEntry, AuditLog, now_iso
+from meworkd.core.audit import AuditEntry, AuditLog
 from meworkd.core.dbfile import DatabaseDamaged, open_database
 
-__all__ = ["AuditEntry", "Conversation", "StateDB", "now_iso"]
+__all__ = ["AuditEntry", "Conversation", "StateDB"]
 
 SCHEMA_VERSION = 1
 
@@ -137,7 +138,7 @@ class StateDB(AuditLog):
         roots: list[str] | None = None,
     ) -> Conversation:
         cid = conversation_id or uuid.uuid4().hex
-        stamp = now_iso()
+        stamp = wire_time()
         try:
             self._db.execute(
                 "INSERT INTO conversations (id, mcp_servers, approval_level, preset, created_at, "
@@ -193,7 +194,7 @@ class StateDB(AuditLog):
                 approval_level or current.approval_level,
                 current.preset if preset is msgspec.UNSET else preset,
                 json.dumps(list(current.roots) if roots is None else roots),
-                now_iso(),
+                wire_time(),
                 conversation_id,
             ),
         )

@@ -8,7 +8,6 @@ the policy of now (settings, selection, level), not of the turn's start. What th
 read is an ``isError`` result; a malformed call (unknown or ended turn, a running callId) fails.
 """
 
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +21,13 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, CallContext, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
+from meworkd.core.callrecord import CallFields, CallRecord
 from meworkd.core.callrun import CallRunner, CallSite
 from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
 from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
-from meworkd.core.state import AuditEntry, StateDB
+from meworkd.core.state import StateDB
 from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -132,6 +132,8 @@ class Turns:
             except MeworkError as exc:
                 kind = str(exc.data.get("reason", exc.kind))
                 failures.append({"server": server, "reason": exc.message, "kind": kind})
+                # Published once, here: frontends show the failure (server.status failed).
+                self._pool.status.failed(server, conversation_id, exc)
 
         async with anyio.create_task_group() as tg:
             for server in servers:
@@ -155,50 +157,65 @@ class Turns:
             # Refused, not run: the second call would take over the first one's cancel scope.
             raise DuplicateCallId(turn.id, call_id)
         binding = turn.bindings.get(name)
-        started = time.monotonic()
-        audit: dict[str, Any] = {
-            "conversation_id": turn.conversation_id,
-            "turn_id": turn.id,
-            "call_id": call_id,
-            "server": binding.server if binding else "",
-            "tool": binding.tool if binding else "",
-            "name": name,
-            "arguments_digest": arguments_digest(arguments),
-        }
-        if binding is None:
-            # The model made up a name: it gets a readable answer, the audit a denied call.
-            self._record(audit, "deny", DecidedBy.POLICY, "unknown tool", started, None, True)
-            known = ", ".join(sorted(turn.bindings)[:20]) or "none"
-            return self._wire(
-                error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
-            )
+        fields = CallFields(
+            turn.conversation_id,
+            turn.id,
+            call_id,
+            binding.server if binding else "",
+            binding.tool if binding else "",
+            name,
+            arguments_digest(arguments),
+        )
         # Durable before anything is asked or sent; AuditUnavailable refuses the call.
-        audit["request_id"] = self._db.record_request(**audit)
-        decided: list[Decision] = []  # what _run decided: the audit's if the call is cancelled
+        record = CallRecord(self._db, self._bus, fields)
+        try:
+            if binding is None:
+                # The model made up a name: it gets a readable answer, the audit a denied call.
+                record.finish("deny", DecidedBy.POLICY, "unknown tool")
+                known = ", ".join(sorted(turn.bindings)[:20]) or "none"
+                return self._wire(
+                    error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
+                )
+            return await self._call(turn, name, binding, arguments, record)
+        finally:
+            # Only a cancellation from outside gets here unfinished: the daemon stopping
+            # past its grace. The call still gets its one outcome (and call.finished).
+            record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
+
+    async def _call(
+        self,
+        turn: Turn,
+        name: str,
+        binding: Binding,
+        arguments: dict[str, Any],
+        record: CallRecord,
+    ) -> msgspec.Raw:
+        call_id = record.fields.call_id
         with anyio.CancelScope() as scope:
             turn.calls[call_id] = scope
             try:
-                outcome = await self._run(turn, name, binding, arguments, call_id, decided)
+                outcome = await self._run(turn, name, binding, arguments, record)
             except Exception as exc:
                 # Its requested record gets an outcome now, not "interrupted" at the next start.
                 reason = exc.message if isinstance(exc, MeworkError) else "internal error"
-                self._record(audit, "deny", DecidedBy.POLICY, reason, started, None, True)
+                record.finish("deny", DecidedBy.POLICY, reason)
                 raise
             finally:
                 turn.calls.pop(call_id, None)
         if scope.cancelled_caught:
             # Cancelled before a decision (hooks running, user asked) is a deny by
             # cancellation; cancelled while running keeps who allowed it.
-            allowed = bool(decided) and decided[0].allowed
-            by = decided[0].decided_by if allowed else DecidedBy.CANCELLED
-            verdict = "allow" if allowed else "deny"
-            self._record(audit, verdict, by, "cancelled", started, None, True)
+            record.cut_off(DecidedBy.CANCELLED, "cancelled")
             return self._wire(error_result("The call was cancelled."))
         decision, result, limit = outcome
         if not decision.allowed:
-            self._record(audit, "deny", decision.decided_by, decision.reason, started, None, True)
+            record.finish("deny", decision.decided_by, decision.reason)
             return self._wire(result)
-        return self._finish(audit, decision, result, limit, started)
+        # Size-checked on its bytes, encoded once, audited, and the bytes handed out.
+        result, encoded, size = refuse_oversized(result, limit)
+        is_error = bool(result.get("isError"))
+        record.finish("allow", decision.decided_by, decision.reason, size, is_error=is_error)
+        return self._wire(result, encoded)
 
     async def _run(
         self,
@@ -206,34 +223,37 @@ class Turns:
         name: str,
         binding: Binding,
         arguments: dict[str, Any],
-        call_id: str,
-        decided: list[Decision],
+        record: CallRecord,
     ) -> tuple[Decision, dict[str, Any], int]:
         """Decide the call under the policy of now, then make it: (decision, result, limit)."""
-        current = await self._current(turn, name, binding)
-        if isinstance(current, Decision):
-            return current, error_result(current.reason or ""), 0
-        decision = await self._authorize(
-            turn, current, name, arguments, call_id, self._store.settings
-        )
+        call_id = record.fields.call_id
+        checked = await self._current(turn, name, binding)
+        if isinstance(checked, Decision):
+            return checked, error_result(checked.reason or ""), 0
+        current, decide_with = checked
+        decision = await self._authorize(turn, current, name, arguments, call_id, decide_with)
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
-        decided.append(decision)
+        record.allowed = decision
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
-        again = await self._current(turn, name, current)
-        if isinstance(again, Decision):
-            return again, error_result(again.reason or ""), 0
-        call_with = self._store.settings
+        checked = await self._current(turn, name, current)
+        if isinstance(checked, Decision):
+            return checked, error_result(checked.reason or ""), 0
+        again, call_with = checked
         site = CallSite(turn.conversation_id, turn.id, call_id)
         result = await self._runner.run(site, again, arguments, call_with)
         return decision, result, call_with.mcp.max_reply_bytes
 
-    async def _current(self, turn: Turn, name: str, binding: Binding) -> Binding | Decision:
-        """``binding`` under the settings and selection of now, or the policy's deny.
+    async def _current(
+        self, turn: Turn, name: str, binding: Binding
+    ) -> tuple[Binding, Settings] | Decision:
+        """``binding`` under the settings and selection of now, with that snapshot, or a deny.
 
         A server redefined since the turn began is asked for its tools again: the binding
-        holds, with the new definition's flags, if the tool is still there.
+        holds, with the new definition's flags, if the tool is still there. The snapshot it
+        was checked against is the one the caller decides or calls with, even when a reload
+        lands while the tools are listed again.
         """
         settings = self._store.settings
         selection = self._db.get_conversation(turn.conversation_id).mcp_servers
@@ -245,14 +265,15 @@ class Turns:
                     turn.conversation_id, binding.server, config, list_tools, within=config.timeout
                 )
             except ServerUnavailable as exc:
+                self._pool.status.failed(binding.server, turn.conversation_id, exc)
                 return Decision(False, DecidedBy.POLICY, call_failure_text(exc, binding.server))
             fresh = rebind(binding, listing, config)
             if isinstance(fresh, Binding):
                 turn.bindings[name] = fresh
-                return fresh
+                return fresh, settings
             gone = fresh
         if gone is None:
-            return binding
+            return binding, settings
         return Decision(False, DecidedBy.POLICY, gone)
 
     async def _authorize(
@@ -280,44 +301,8 @@ class Turns:
             decide_with,
         )
 
-    def _finish(
-        self,
-        audit: dict[str, Any],
-        decision: Decision,
-        result: dict[str, Any],
-        limit: int,
-        started: float,
-    ) -> msgspec.Raw:
-        """Size-check the reply on its bytes, encoded once, audit it, and hand the bytes out."""
-        result, encoded, size = refuse_oversized(result, limit)
-        is_error = bool(result.get("isError"))
-        self._record(audit, "allow", decision.decided_by, decision.reason, started, size, is_error)
-        return self._wire(result, encoded)
-
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)
-
-    def _record(
-        self,
-        audit: dict[str, Any],
-        decision: str,
-        decided_by: DecidedBy,
-        reason: str | None,
-        started: float,
-        reply_bytes: int | None,
-        is_error: bool,
-    ) -> None:
-        self._db.record(
-            AuditEntry(
-                **audit,
-                decision=decision,
-                decided_by=decided_by.value,
-                reason=reason,
-                duration_ms=round((time.monotonic() - started) * 1000, 2),
-                reply_bytes=reply_bytes,
-                is_error=is_error,
-            )
-        )
 
     # --- lifecycle -----------------------------------------------------------------------
 

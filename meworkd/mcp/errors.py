@@ -39,6 +39,7 @@ __all__ = [
     "invalid_listing",
     "is_session_forgotten",
     "leaf",
+    "server_error_text",
     "startup_failure",
     "talk_failure",
 ]
@@ -107,6 +108,11 @@ def _safe_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def server_error_text(exc: MCPError) -> str:
+    """A server's error reply in words, for a failure reason or a Test connection section."""
+    return f"the server answered with an error: {exc.message} ({exc.code})"
+
+
 def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
     """(reason, plain message) for a connect/talk failure, with no Python internals."""
     exc = leaf(exc)
@@ -145,7 +151,7 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
     if isinstance(exc, httpx2.HTTPError):
         return "http_error", f"HTTP error talking to {_safe_url(config.url)}: {type(exc).__name__}"
     if isinstance(exc, MCPError):
-        return "protocol_error", f"the server answered with an error: {exc.message} ({exc.code})"
+        return "protocol_error", server_error_text(exc)
     if isinstance(exc, OSError):
         return "os_error", f"could not start {config.command}: {exc.strerror or 'OS error'}"
     return "failed", f"connection failed ({type(exc).__name__})"

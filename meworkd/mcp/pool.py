@@ -6,7 +6,8 @@ changes the server's connection fields or removes or disables it. Beyond
 ``mcp.max_live_sessions`` the least recently used idle sessions close (never one with a request
 in flight); they reconnect at their next use. A server with ``"sessionScope": "shared"`` has one
 session for every conversation (pooled under no conversation). Every close is published as a
-``server.status`` event with its ``reason`` (:data:`CloseReason`).
+``server.status`` event with its ``reason`` (:data:`CloseReason`); :attr:`SessionPool.status`
+publishes them, and the failures others meet (:mod:`meworkd.mcp.status`).
 """
 
 import enum
@@ -27,6 +28,7 @@ from meworkd.mcp.auth import AuthRegistry
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
+from meworkd.mcp.status import ServerStatus
 from meworkd.settings import ServerConfig, Settings, SettingsDiff, expand_server, secret_values
 
 __all__ = ["CLOSE_BOUND", "CloseReason", "PoolState", "SessionPool"]
@@ -74,7 +76,7 @@ class SessionPool:
         self._host = host  # what every session's server may ask of (None: nothing)
         self._writer = writer
         self._ledger = ledger
-        self._bus = bus
+        self.status = ServerStatus(bus)  # server.status events, each server's last failure
         self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sampling = False  # mcp.sampling the open sessions declared; set by run()
         self._max_live = 1  # live sessions before the least recently used idle ones close
@@ -140,7 +142,7 @@ class SessionPool:
             session = await self.open(server, None if shared else conversation, config)
             self._sessions[key] = session
             self._wake_sweeper.set()  # its idle deadline may be the nearest now
-            self._publish_status(server, session.conversation, "connected")
+            self.status.connected(server, session.conversation)
             self._keep_budget(session)
             return session
 
@@ -168,7 +170,7 @@ class SessionPool:
         except ShuttingDown:
             pass
         except MeworkError as exc:  # any of ours: an error here would end the pool's task group
-            self._publish_status(server, conversation, "failed", error=exc.message)
+            self.status.failed(server, conversation, exc)
 
     async def using(
         self,
@@ -269,15 +271,8 @@ class SessionPool:
         if key not in self._sessions and lock is not None and _unused(lock):
             del self._locks[key]
 
-    def _publish_status(
-        self, server: str, conversation: str | None, status: str, **extra: str | None
-    ) -> None:
-        data: dict[str, object] = {"server": server, "conversation": conversation, "status": status}
-        data.update((k, v) for k, v in extra.items() if v)
-        self._bus.publish("server.status", data)
-
     def _closed(self, session: McpSession, reason: CloseReason) -> None:
-        self._publish_status(
+        self.status.publish(
             session.server, session.conversation, "closed", reason=reason, error=session.error
         )
 
@@ -296,7 +291,7 @@ class SessionPool:
             if predicate(session):
                 del self._sessions[key]
                 session.retire(force=force)
-                self._publish_status(session.server, session.conversation, "closed", reason=reason)
+                self.status.publish(session.server, session.conversation, "closed", reason=reason)
                 count += 1
         return count
 
@@ -329,6 +324,8 @@ class SessionPool:
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         self._max_live = settings.mcp.max_live_sessions
+        for name in diff.removed:
+            self.status.forget(name)  # a server added again later starts with no failure
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if settings.mcp.sampling != self._sampling:

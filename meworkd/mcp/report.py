@@ -6,7 +6,7 @@ import anyio
 from mcp import MCPError
 from mcp_types import METHOD_NOT_FOUND
 
-from meworkd.mcp.errors import TALK_ERRORS, InvalidListing, talk_failure
+from meworkd.mcp.errors import TALK_ERRORS, InvalidListing, server_error_text, talk_failure
 from meworkd.mcp.model import ServerReport
 from meworkd.mcp.session import McpSession
 from meworkd.mcp.tools import list_all
@@ -73,7 +73,7 @@ async def _optional_list(
         return await list_all(client, what)
     except MCPError as exc:
         if exc.code != METHOD_NOT_FOUND:
-            errors[section] = f"the server answered with an error: {exc.message} ({exc.code})"
+            errors[section] = server_error_text(exc)
         return None
     except InvalidListing as exc:
         errors[section] = exc.message

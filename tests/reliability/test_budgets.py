@@ -307,18 +307,26 @@ def test_stdio_reply_is_refused_while_it_is_read(spawn_daemon: Callable[..., Dae
 
 def test_tools_listing_is_bounded(spawn_daemon: Callable[..., DaemonProc]) -> None:
     """Endless pages, 5000 tools, a 6 MiB page: each server's listing is refused with a clear
-    reason; the turn gets the well-behaved server's tools."""
+    reason, another client is served meanwhile, the turn gets the well-behaved server's tools."""
     modes = ("endless", "many", "huge")
     servers = {m: server_entry(HOSTILE, "--listing", m, mark=new_mark(), timeout=20) for m in modes}
     servers["ok"] = server_entry(HOSTILE, mark=new_mark(), timeout=20)
     d = started(spawn_daemon, servers)
 
+    async def begin_into(client: Any, box: list[dict[str, Any]]) -> None:
+        box.append(await begin(client, [*modes, "ok"]))
+
     async def main() -> tuple[dict[str, str], int]:
-        async with d.connect() as a:
+        async with d.connect() as a, d.connect() as b:
             peak = Peak(d)
-            turn = await begin(a, [*modes, "ok"])
+            turns: list[dict[str, Any]] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(begin_into, a, turns)
+                # Another client is served while the hostile listings are read.
+                assert (await call(b, "daemon.status"))["connections"] == 2
+            turn = turns[0]
             bound_name(turn, "ok", "echo")
-            assert (await call(a, "daemon.status"))["connections"] == 1
+            assert (await call(a, "daemon.status"))["connections"] == 2
             return {f["server"]: f["reason"] for f in turn["failures"]}, peak.growth()
 
     failures, growth = anyio.run(main)

@@ -1,78 +1,77 @@
-"""The terminal UI against a real daemon on a temporary socket, with real fixture servers.
+"""The servers screen and a server's detail page against the shared real daemon.
 
-One daemon for the module's scenario (kept lean): the steps a person takes, in order, each
-checked on screen and, for edits, in the settings file.
+Each test registers servers under names of its own, opens a fresh app, and checks every step
+on screen and, for edits, in the settings file.
 """
 
 import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("textual")
 
-from mework_client.aio import AsyncClient, connect
+from mework_client.aio import connect
 from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
 from mework_ui.dialogs import ImportDialog
 from mework_ui.inspection import PromptsPane, ResourcesPane
-from mework_ui.questions import QuestionScreen
+from mework_ui.options import OptionsScreen
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Log, Static, TabbedContent, TextArea
 
-from tests.daemon_helpers import kitchen, start_daemon
-from tests.ui.helpers import cell, move_to, until
+from tests.daemon_helpers import kitchen
+from tests.ui.conftest import UiDaemon
+from tests.ui.helpers import (
+    add_servers,
+    cell,
+    entry,
+    everything,
+    move_to,
+    text,
+    type_into,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 
-SERVERS = {
-    "kitchen": kitchen("--stderr-lines", "2", env={"TOKEN": "s3cret"}),
-    "broken": kitchen("--exit-at-start", "3"),
-}
 
-
-def entry(settings: Path, name: str) -> Any:
-    return json.loads(settings.read_text())["assets"]["mcpServers"].get(name)
-
-
-def text(app: MeworkApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-async def test_a_person_manages_servers(short_tmp: Path) -> None:
-    settings = short_tmp / "settings.json"
-    async with start_daemon(short_tmp, SERVERS) as daemon:
-        app = MeworkApp(str(daemon.socket))
-        async with app.run_test(size=(80, 24)) as pilot:
-            table = app.screen.query_one(DataTable)
-            await until(pilot, lambda: cell(table, "broken", "status") == "○ idle")
-            await switch_and_test(pilot, app, table, settings)
-            await edit_details(pilot, app, settings)
-            await tools_and_logs(pilot, app, settings)
-            await pilot.press("escape")
-            await import_and_add(pilot, app, settings)
-            async with connect(daemon.socket) as other:
-                await answer_approvals(pilot, app, other)
+async def test_switch_test_edit_tools_and_logs(ui_daemon: UiDaemon) -> None:
+    await add_servers(
+        ui_daemon.socket,
+        {
+            "sw-every": everything(env={"TOKEN": "s3cret"}),
+            "sw-broken": kitchen("--exit-at-start", "3"),
+        },
+    )
+    async with connect(ui_daemon.socket) as client:
+        await client.call("conversations.create", {"id": "sw-c1", "mcpServers": ["sw-every"]})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: cell(table, "sw-broken", "status") == "○ idle")
+        await switch_and_test(pilot, app, table, ui_daemon.settings)
+        await edit_details(pilot, app, ui_daemon.settings)
+        await tools_and_logs(pilot, app, ui_daemon.settings)
 
 
 async def switch_and_test(
     pilot: Pilot[Any], app: MeworkApp, table: DataTable[Any], settings: Path
 ) -> None:
-    move_to(table, "broken")
+    move_to(table, "sw-broken")
     await pilot.press("space")  # enabled switch: written to the file, seen back as an event
-    await until(pilot, lambda: cell(table, "broken", "status") == "– disabled")
-    assert entry(settings, "broken")["enabled"] is False
+    await until(pilot, lambda: cell(table, "sw-broken", "status") == "– disabled")
+    assert entry(settings, "sw-broken")["enabled"] is False
     await pilot.press("space")
-    await until(pilot, lambda: cell(table, "broken", "on") == "on")
+    await until(pilot, lambda: cell(table, "sw-broken", "on") == "on")
     await pilot.press("t")  # a failing test: the classified reason in the row, stderr below
-    await until(pilot, lambda: cell(table, "broken", "status") == "✘ failed: exited")
+    await until(pilot, lambda: cell(table, "sw-broken", "status") == "✘ failed: exited")
     assert "kitchen: fatal" in text(app, "#note")
-    move_to(table, "kitchen")
+    move_to(table, "sw-every")
     await pilot.press("t")
-    await until(pilot, lambda: "✓ kitchen 1.0.0" in text(app, "#note"))
+    await until(pilot, lambda: "✓ mcp-servers/everything" in text(app, "#note"))
 
 
 async def edit_details(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
@@ -86,167 +85,128 @@ async def edit_details(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> Non
     assert not env.password
     await type_into(pilot, screen.query_one("#f-description", Input), "kitchen sink")
     await until(
-        pilot, lambda: (entry(settings, "kitchen") or {}).get("description") == "kitchen sink"
+        pilot, lambda: (entry(settings, "sw-every") or {}).get("description") == "kitchen sink"
     )
     assert "✓ saved" in text(app, "#m-description")
     await type_into(pilot, screen.query_one("#f-timeoutSeconds", Input), "soon")
     assert "✘ a number of seconds" in text(app, "#m-timeoutSeconds")
     await type_into(pilot, screen.query_one("#f-timeoutSeconds", Input), "-5")
     await until(pilot, lambda: "not saved" in text(app, "#m-timeoutSeconds"))
-    assert "timeoutSeconds" not in entry(settings, "kitchen")
-    assert "kitchen 1.0.0" in text(app, "#head")
-
-
-async def type_into(pilot: Pilot[Any], field: Input, value: str) -> None:
-    field.focus()
-    field.value = value
-    await pilot.press("enter")
+    assert "timeoutSeconds" not in entry(settings, "sw-every")
+    assert "mcp-servers/everything" in text(app, "#head")
 
 
 async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
-    app.screen.query_one(TabbedContent).active = "tools"
+    await show_tab(pilot, app, "tools")
     tools = app.screen.query_one("#tool-table", DataTable)
     await until(pilot, lambda: "echo" in tools.rows)
-    assert cell(tools, "interactive_true", "approval") == "⚑ asks every call (server)"
     tools.focus()
     move_to(tools, "echo")
     await pilot.press("space")
     await until(pilot, lambda: cell(tools, "echo", "on") == "off")
-    assert entry(settings, "kitchen")["disabledTools"] == ["echo"]
-    assert "model sees mcp__kitchen_" in text(app, "#tool-detail")
-    move_to(tools, "add")
+    assert entry(settings, "sw-every")["disabledTools"] == ["echo"]
+    assert "model sees mcp__" in text(app, "#tool-detail")
+    move_to(tools, "get-sum")
     await pilot.press("a")
-    await until(pilot, lambda: cell(tools, "add", "approval") == "asks every call")
-    assert entry(settings, "kitchen")["disabledAutoApproveTools"] == ["add"]
-    await prompts_and_resources(pilot, app)
-    app.screen.query_one(TabbedContent).active = "logs"
-    log = app.screen.query_one(Log)
-    await until(pilot, lambda: "stderr line" in "\n".join(log.lines))
-
-
-async def prompts_and_resources(pilot: Pilot[Any], app: MeworkApp) -> None:
-    """Listed from the test; reading one works where the daemon offers it, else it says so."""
-    app.screen.query_one(TabbedContent).active = "prompts"
-    pane = app.screen.query_one(PromptsPane)
-    prompts = pane.query_one(DataTable)
-    await until(pilot, lambda: "greet" in prompts.rows)
-    assert cell(prompts, "greet", "args") == "name*"
-    prompts.focus()
-    await pilot.press("enter")
-    await type_into(pilot, pane.query_one(".form Input", Input), "Ada")
-    out = lambda: str(pane.query_one(".out", Static).render())  # noqa: E731
-    # Today's daemon says method_not_found (said in words); with servers.getPrompt, the text.
-    await until(pilot, lambda: "user: Hello, Ada!" in out() or "cannot get prompts" in out())
-    app.screen.query_one(TabbedContent).active = "resources"
-    pane_r = app.screen.query_one(ResourcesPane)
-    resources = pane_r.query_one(DataTable)
-    assert [k.value for k in resources.rows] == ["mem://hello", "mem://item/{id}"]
-    resources.focus()
-    await pilot.press("enter")
-    out_r = lambda: str(pane_r.query_one(".out", Static).render())  # noqa: E731
-    await until(
-        pilot, lambda: "hello from kitchen" in out_r() or "cannot read resources" in out_r()
-    )
-
-
-async def import_and_add(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> None:
-    await pilot.press("a")
-    await pilot.press("down", "enter")  # Add▾ → Import from JSON
-    await until(pilot, lambda: isinstance(app.screen, ImportDialog))
-    area = app.screen.query_one(TextArea)
-    area.text = '{"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}, '
-    await pilot.press("ctrl+s")
-    await until(pilot, lambda: "not valid JSON at line 1" in text(app, "#report"))
-    area.text = '{"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}}'
-    await pilot.press("ctrl+e")  # a preview where the daemon has dryRun; said when it has not
-    preview = ("would be added: docs", "cannot preview")
-    await until(pilot, lambda: any(word in text(app, "#report") for word in preview))
-    assert entry(settings, "docs") is None
-    await pilot.press("ctrl+s")
-    await until(pilot, lambda: "added: docs" in text(app, "#report"))
-    assert entry(settings, "docs")["url"] == "http://127.0.0.1:9/mcp"
-    await pilot.press("escape", "a", "enter")  # Add▾ → Add server: an empty detail page
-    await until(pilot, lambda: isinstance(app.screen, DetailScreen))
-    await type_into(pilot, app.screen.query_one("#f-name", Input), "clock")
-    assert "draft" in text(app, "#m-name")
-    await type_into(pilot, app.screen.query_one("#f-command", Input), "mcp-server-time")
-    await until(pilot, lambda: entry(settings, "clock") is not None)
-    assert entry(settings, "clock")["command"] == "mcp-server-time"
+    await until(pilot, lambda: cell(tools, "get-sum", "approval") == "asks every call")
+    assert entry(settings, "sw-every")["disabledAutoApproveTools"] == ["get-sum"]
+    move_to(tools, "echo")
+    await pilot.press("w")  # why would echo be missing from sw-c1's next turn?
+    await until(pilot, lambda: "switched off" in text(app, "#why-lines"))
+    lines = text(app, "#why-lines")
+    assert "✓ selected in conversation sw-c1" in lines
+    assert "✘ tool 'echo' switched off" in lines
+    assert "✓ the server lists it" in lines
     await pilot.press("escape")
-    table = app.screen.query_one(DataTable)
-    await until(pilot, lambda: "clock" in table.rows and isinstance(app.screen, ServersScreen))
+    await show_tab(pilot, app, "logs")
+    log = app.screen.query_one(Log)
+    await until(pilot, lambda: "Starting default (STDIO) server" in "\n".join(log.lines))
 
 
-async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient) -> None:
-    conv = await other.call("conversations.create", {"id": "c1", "mcpServers": ["kitchen"]})
-    turn = await other.call("turns.begin", {"conversationId": conv["id"]})
-    add = next(n for n, b in turn["bindings"].items() if b["tool"] == "add")
-    results: list[Any] = []
-
-    async def call() -> None:
-        params = {"turnId": turn["turnId"], "name": add, "arguments": {"a": 1, "b": 2}}
-        results.append(await other.call("turns.callTool", params))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(call)
-        await until(pilot, lambda: len(app.model.questions) == 1)
-        assert "⚑ 1 question" in text(app, "#topbar")  # announced, focus not taken
-        await pilot.press("f4")
-        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
-        assert json.loads(app.screen.query_one("#q-args", TextArea).text) == {"a": 1, "b": 2}
-        assert "asks every call" in text(app, "#q-head")
-        await pilot.press("n", *"too big", "enter")
-        await until(pilot, lambda: len(results) == 1)
-    assert results[0]["isError"]
-    assert "too big" in json.dumps(results[0])
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(call)
-        await until(pilot, lambda: len(app.model.questions) == 1)
-        await pilot.press("f4", "y")
-        await until(pilot, lambda: len(results) == 2)
-    assert not results[1]["isError"]
-    async with anyio.create_task_group() as tg:  # first answer wins: answered elsewhere
-        tg.start_soon(call)
-        await until(pilot, lambda: len(app.model.questions) == 1)
-        await pilot.press("f4")
-        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
-        (approval_id,) = app.model.questions
-        await other.call("approvals.respond", {"approvalId": approval_id, "decision": "allow"})
-        await until(pilot, lambda: not isinstance(app.screen, QuestionScreen))
-    assert not app.model.questions
+async def show_tab(pilot: Pilot[Any], app: MeworkApp, tab: str) -> None:
+    """A tab's content is made when it is first shown."""
+    app.screen.query_one(TabbedContent).active = tab
+    await until(pilot, lambda: bool(app.screen.query(f"#{tab} Pane")))
 
 
-async def test_says_when_meworkd_restarts_and_reconnects(short_tmp: Path) -> None:
-    app = MeworkApp(str(short_tmp / "run" / "d.sock"))
+async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
+    """Listed from a test connection; a prompt filled and got, a resource read."""
+    await add_servers(ui_daemon.socket, {"in-every": everything()})
+    app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: "retrying" in text(app, "#topbar"))  # no daemon yet
-        async with start_daemon(short_tmp, {"kitchen": kitchen()}):
-            table = app.screen.query_one(DataTable)
-            await until(pilot, lambda: app.model.online and table.row_count == 1)
-            assert "● connected" in text(app, "#topbar")
-        await until(pilot, lambda: "retrying" in text(app, "#topbar"))
-        assert not app.model.online
-        async with start_daemon(short_tmp):  # restarted on the same socket and settings
-            await until(pilot, lambda: app.model.online)
-            assert "● connected" in text(app, "#topbar")
-            assert list(table.rows) == ["kitchen"] or [r.value for r in table.rows] == ["kitchen"]
-            await answer_a_form(pilot, app)
+        await until(pilot, lambda: "in-every" in app.model.servers)
+        app.push_screen(DetailScreen("in-every", "prompts"))
+        await until(pilot, lambda: bool(app.screen.query(PromptsPane)))
+        await pilot.press("ctrl+t")
+        pane = app.screen.query_one(PromptsPane)
+        prompts = pane.query_one(DataTable)
+        await until(pilot, lambda: "args-prompt" in prompts.rows)
+        assert cell(prompts, "args-prompt", "args") == "city*, state"
+        prompts.focus()
+        move_to(prompts, "args-prompt")
+        await pilot.press("enter")
+        await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
+        out = lambda: str(pane.query_one(".out", Static).render())  # noqa: E731
+        await until(pilot, lambda: "user: What's weather in Oslo?" in out())
+        await show_tab(pilot, app, "resources")
+        pane_r = app.screen.query_one(ResourcesPane)
+        resources = pane_r.query_one(DataTable)
+        await until(pilot, lambda: resources.row_count > 0)
+        resources.focus()
+        await pilot.press("enter")
+        out_r = lambda: str(pane_r.query_one(".out", Static).render())  # noqa: E731
+        await until(pilot, lambda: out_r() not in ("… reading", "Enter on a row to read it"))
+        assert not out_r().startswith("✘")
 
 
-async def answer_a_form(pilot: Pilot[Any], app: MeworkApp) -> None:
-    """An elicitation as the daemon's event would bring it; this daemon may not answer yet."""
-    schema = {
-        "type": "object",
-        "properties": {"age": {"type": "integer", "title": "Age"}, "nick": {"type": "string"}},
-        "required": ["age"],
-    }
-    request = {"elicitationId": "e1", "server": "kitchen", "message": "Who are you?"}
-    await app.model.on_event("elicitation.requested", {**request, "requestedSchema": schema})
-    await pilot.press("f4")
-    await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
-    assert "Who are you?" in text(app, "#q-head")
-    assert "Age *" in "\n".join(str(w.render()) for w in app.screen.query("#q-form Static"))
-    await type_into(pilot, app.screen.query_one("#e-age", Input), "42")
-    await pilot.press("ctrl+s")  # sent; answered by another frontend meanwhile
-    await app.model.on_event("elicitation.resolved", {"elicitationId": "e1"})
-    await until(pilot, lambda: not isinstance(app.screen, QuestionScreen))
+async def test_import_and_add(ui_daemon: UiDaemon) -> None:
+    settings = ui_daemon.settings
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        await pilot.press("a")
+        await pilot.press("down", "enter")  # Add▾ → Import from JSON
+        await until(pilot, lambda: isinstance(app.screen, ImportDialog))
+        area = app.screen.query_one(TextArea)
+        area.text = '{"mcpServers": {"im-docs": {"url": "http://127.0.0.1:9/mcp"}}, '
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "not valid JSON at line 1" in text(app, "#report"))
+        area.text = '{"mcpServers": {"im-docs": {"url": "http://127.0.0.1:9/mcp"}}}'
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: "would be added: im-docs" in text(app, "#report"))
+        assert entry(settings, "im-docs") is None
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "added: im-docs" in text(app, "#report"))
+        assert entry(settings, "im-docs")["url"] == "http://127.0.0.1:9/mcp"
+        await pilot.press("escape", "a", "enter")  # Add▾ → Add server: an empty detail page
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await type_into(pilot, app.screen.query_one("#f-name", Input), "im-clock")
+        assert "draft" in text(app, "#m-name")
+        await type_into(pilot, app.screen.query_one("#f-command", Input), "mcp-server-time")
+        await until(pilot, lambda: entry(settings, "im-clock") is not None)
+        assert entry(settings, "im-clock")["command"] == "mcp-server-time"
+        await pilot.press("escape")
+        table = app.screen.query_one(DataTable)
+        await until(
+            pilot, lambda: "im-clock" in table.rows and isinstance(app.screen, ServersScreen)
+        )
+
+
+async def test_mcp_options_saved_on_change(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OptionsScreen))
+        field = app.screen.query_one("#o-question_timeout_seconds", Input)
+        await until(pilot, lambda: field.value == "600")
+        assert app.screen.query_one("#o-max_live_sessions", Input).value == "64"
+        await type_into(pilot, field, "soon")
+        assert text(app, "#m-question_timeout_seconds") == "✘ a number, e.g. 600 (not saved)"
+        await type_into(pilot, field, "-1")  # the daemon's range check, said beside the field
+        await until(pilot, lambda: "not saved" in text(app, "#m-question_timeout_seconds"))
+        assert "question_timeout_seconds" in text(app, "#m-question_timeout_seconds")
+        await type_into(pilot, field, "601")
+        await until(pilot, lambda: text(app, "#m-question_timeout_seconds") == "✓ saved")
+        mcp = json.loads(ui_daemon.settings.read_text())["mcp"]
+        assert mcp["question_timeout_seconds"] == 601

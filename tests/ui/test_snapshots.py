@@ -5,9 +5,7 @@
 or revealed secrets.
 """
 
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +20,7 @@ from mework_ui.dialogs import ImportDialog
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, TextArea
 
-from tests.daemon_fixture import make_env, spawn_meworkd, stop_process, wait_for_socket
+from tests.ui.conftest import meworkd_process
 from tests.ui.helpers import until
 
 DOCUMENT = {
@@ -47,18 +45,10 @@ DOCUMENT = {
 
 @pytest.fixture(scope="module")
 def socket_path() -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
-        env = make_env(Path(d), DOCUMENT)
-        proc = spawn_meworkd(env)
-        try:
-            wait_for_socket(proc, env.socket)
-            with Client(env.socket) as client:
-                client.call("conversations.create", {"id": "c1", "mcpServers": ["time"]})
-            yield str(env.socket)
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=15)
-            stop_process(proc)
+    with meworkd_process(DOCUMENT) as daemon:
+        with Client(daemon.socket) as client:
+            client.call("conversations.create", {"id": "c1", "mcpServers": ["time"]})
+        yield str(daemon.socket)
 
 
 async def listed(pilot: Pilot[Any]) -> None:
@@ -108,5 +98,17 @@ def test_conversations_screen(snap_compare: Any, socket_path: str) -> None:
         await pilot.press("enter")
         why = pilot.app.screen.query_one("#why", Static)
         await until(pilot, lambda: "c1: why" in str(why.render()))
+
+    assert snap_compare(MeworkApp(socket_path), terminal_size=(80, 24), run_before=opened)
+
+
+def test_mcp_options_screen(snap_compare: Any, socket_path: str) -> None:
+    async def opened(pilot: Pilot[Any]) -> None:
+        await listed(pilot)
+        await pilot.press("o")
+        field = pilot.app.screen.query_one("#o-approval_timeout_seconds", Input)
+        await until(pilot, lambda: field.value == "600")
+        pilot.app.screen.set_focus(None)  # a blinking cursor is not a fixed picture
+        await pilot.pause()
 
     assert snap_compare(MeworkApp(socket_path), terminal_size=(80, 24), run_before=opened)

@@ -6,7 +6,8 @@ pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
 from mework_ui.questions import typed
-from mework_ui.words import failure_text, server_status
+from mework_ui.tabs import approval_words
+from mework_ui.words import call_card, failure_text, server_status, time_left_text
 
 
 @pytest.mark.parametrize(
@@ -55,3 +56,46 @@ def test_form_answers_take_the_schemas_types() -> None:
     assert typed("yes", {"type": "boolean"}) is True
     assert typed("4.5", {"type": "number"}) == 4.5
     assert typed("many", {"type": "integer"}) == "many"  # the daemon names the problem
+
+
+def test_time_left_to_answer() -> None:
+    assert time_left_text(582.4) == "⌛ 9:42 left to answer"
+    assert time_left_text(61) == "⌛ 1:01 left to answer"
+    assert time_left_text(0.0) == "⌛ time is up: meworkd gives up waiting"
+    assert time_left_text(None) == ""
+
+
+def test_tool_cards_say_what_was_decided_by_whom() -> None:
+    card = {"server": "time", "tool": "now", "decision": "requested"}
+    assert call_card(card, waiting=True) == (
+        "⏳ time · now · waiting for approval: y allow · c conversation · n deny"
+    )
+    assert call_card(card, waiting=False) == "… time · now · running"
+    done = {**card, "decision": "allow", "decidedBy": "level", "durationMs": 1520.3}
+    assert call_card({**done, "replyBytes": 120}, False) == (
+        "✓ time · now · allowed by level · 1.5 s · 120 B"
+    )
+    assert call_card({**done, "replyBytes": 4096, "isError": True}, False) == (
+        "✘ time · now · error · allowed by level · 1.5 s · 4.0 KB"
+    )
+    denied = {**card, "decision": "deny", "decidedBy": "timeout", "reason": "nobody answered"}
+    assert call_card(denied, False) == "✘ time · now · denied by timeout: nobody answered"
+
+
+def test_a_daemon_failure_says_its_kind() -> None:
+    """lastError and server.status failed say `kind` where servers.test says `reason`."""
+    failure = {"kind": "connect_failed", "error": "connection refused", "stderrTail": []}
+    assert server_status({"status": "enabled"}, failure) == "✘ failed: connect_failed"
+    assert failure_text(failure).splitlines() == [
+        "✘ connect_failed: connection refused",
+        "  hint: nothing answers at the URL: is the server running?",
+    ]
+
+
+def test_a_tool_switch_states_its_effect() -> None:
+    must_ask = {"name": "t", "_meta": {"anthropic/requiresUserInteraction": True}}
+    not_declared = {"name": "t", "_meta": {"anthropic/requiresUserInteraction": False}}
+    assert approval_words("t", must_ask, set(), set()) == "⚑ asks every call (server)"
+    assert approval_words("t", not_declared, set(), set()) == "level decides"
+    assert approval_words("t", not_declared, set(), {"t"}) == "asks every call"
+    assert approval_words("t", must_ask, {"t"}, set()) == "— not offered"

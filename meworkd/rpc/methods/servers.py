@@ -50,6 +50,8 @@ def describe(s: Services, name: str) -> dict[str, Any]:
         )
         if (auth := s.auth.status(name, config)) is not None:
             out["auth"] = auth  # OAuth state, scopes, expiry; never a token
+    # Its latest failure to connect or list (any conversation) until it connects again.
+    out["lastError"] = s.redactor.redact_value(s.pool.status.last_error(name))
     if error is not None:
         out["error"] = error
     return out

@@ -1,0 +1,106 @@
+"""One tool call on record: its audit entry from request to outcome, and the events a
+frontend's tool cards follow (``call.started``, ``call.finished``).
+
+A call is put on record (the audit's ``requested`` entry, written at once) before anything is
+asked or sent, and ``call.started`` is published then; its outcome completes the same entry and
+``call.finished`` carries that entry exactly as ``audit.list`` shows it. An outcome is taken
+once, so every started call gets exactly one finished event. Neither event holds the arguments
+or the reply, only the arguments' digest.
+"""
+
+import time
+from typing import NamedTuple
+
+from meworkd.base.clock import wire_time
+from meworkd.base.events import EventBus
+from meworkd.core.approvals.gate import Decision
+from meworkd.core.approvals.policy import DecidedBy
+from meworkd.core.audit import AuditEntry, audit_view
+from meworkd.core.state import StateDB
+
+__all__ = ["CallFields", "CallRecord"]
+
+
+class CallFields(NamedTuple):
+    """What identifies a call on record (a made-up name has no server or tool: "")."""
+
+    conversation_id: str
+    turn_id: str
+    call_id: str
+    server: str
+    tool: str
+    name: str
+    arguments_digest: str
+
+
+class CallRecord:
+    """A call from its ``requested`` record to its one outcome.
+
+    ``allowed``: the decision that let it run, once there is one (a call cut off after it
+    keeps who allowed it).
+    """
+
+    def __init__(self, db: StateDB, bus: EventBus, fields: CallFields) -> None:
+        """Put the call on record now and announce it.
+
+        Raises:
+            AuditUnavailable: the record could not be written: the call must not run.
+        """
+        self._db = db
+        self._bus = bus
+        self.fields = fields
+        self._started = time.monotonic()
+        self.time = wire_time()
+        self.id = db.record_request(**fields._asdict(), at=self.time)
+        self.allowed: Decision | None = None
+        self.finished = False
+        bus.publish(
+            "call.started",
+            {
+                "conversationId": fields.conversation_id,
+                "turnId": fields.turn_id,
+                "callId": fields.call_id,
+                "server": fields.server,
+                "tool": fields.tool,
+                "name": fields.name,
+                "argumentsDigest": fields.arguments_digest,
+                "time": self.time,
+            },
+        )
+
+    def finish(
+        self,
+        decision: str,
+        decided_by: DecidedBy,
+        reason: str | None,
+        reply_bytes: int | None = None,
+        *,
+        is_error: bool = True,
+    ) -> None:
+        """Record the outcome and announce it; a second outcome is ignored."""
+        if self.finished:
+            return
+        self.finished = True
+        entry = AuditEntry(
+            **self.fields._asdict(),
+            decision=decision,
+            decided_by=decided_by.value,
+            reason=reason,
+            duration_ms=round((time.monotonic() - self._started) * 1000, 2),
+            reply_bytes=reply_bytes,
+            is_error=is_error,
+            request_id=self.id,
+        )
+        self._db.record(entry)
+        self._bus.publish("call.finished", audit_view(self.id, self.time, entry))
+
+    def cut_off(self, by: DecidedBy, reason: str) -> None:
+        """The outcome of a call stopped before it finished (cancelled, or the daemon stopping).
+
+        Stopped before a decision it is a deny by ``by``; stopped while running it keeps who
+        allowed it.
+        """
+        if self.allowed is not None:
+            self.finish("allow", self.allowed.decided_by, reason)
+        else:
+            self.finish("deny", by, reason)

@@ -1,0 +1,66 @@
+"""``server.status`` events, and each server's last failure (``lastError`` in servers.list).
+
+The pool publishes a session's ``connected`` and ``closed``. Whoever meets a server failing to
+connect or to list its tools (conversations.prepare, a turn's discovery, a call whose session
+had to be opened again) reports it here, once: a ``failed`` event with the classified kind, the
+sentence and the tail of that session's stderr (lines already redacted when they were stored),
+kept as the server's last failure until a later connection of it succeeds. In memory only.
+"""
+
+from typing import Any
+
+from meworkd.base.clock import wire_time
+from meworkd.base.errors import MeworkError, ShuttingDown
+from meworkd.base.events import EventBus
+
+__all__ = ["FAILURE_TAIL", "ServerStatus", "failure_kind"]
+
+FAILURE_TAIL = 10  # stderr lines quoted in a failure (the Logs tab has the rest)
+
+
+def failure_kind(exc: MeworkError) -> str:
+    """The classified reason of a server's failure (``exited``, ``timeout``, ...)."""
+    return str(exc.data.get("reason", exc.kind))
+
+
+class ServerStatus:
+    def __init__(self, bus: EventBus) -> None:
+        self._bus = bus
+        self._last: dict[str, dict[str, Any]] = {}
+
+    def publish(self, server: str, conversation: str | None, status: str, **extra: Any) -> None:
+        data: dict[str, Any] = {"server": server, "conversation": conversation, "status": status}
+        data.update((k, v) for k, v in extra.items() if v is not None and v != "")
+        self._bus.publish("server.status", data)
+
+    def connected(self, server: str, conversation: str | None) -> None:
+        self._last.pop(server, None)  # it connects again: its last failure is over
+        self.publish(server, conversation, "connected")
+
+    def failed(self, server: str, conversation: str | None, exc: MeworkError) -> None:
+        """Publish ``exc`` as the server's failure and keep it as its last one.
+
+        Not a failure of the server: meworkd stopping, or the server disabled meanwhile.
+        """
+        kind = failure_kind(exc)
+        if isinstance(exc, ShuttingDown) or kind == "disabled":
+            return
+        raw = exc.data.get("stderrTail")
+        tail = [str(line) for line in raw[-FAILURE_TAIL:]] if isinstance(raw, list) else None
+        self._last[server] = {
+            "kind": kind,
+            "error": exc.message,
+            "stderrTail": tail or [],
+            "conversation": conversation,
+            "time": wire_time(),
+        }
+        self.publish(server, conversation, "failed", kind=kind, error=exc.message, stderrTail=tail)
+
+    def last_error(self, server: str) -> dict[str, Any] | None:
+        """``{kind, error, stderrTail, conversation, time}`` of its latest failure, or None."""
+        last = self._last.get(server)
+        return None if last is None else dict(last)
+
+    def forget(self, server: str) -> None:
+        """Drop the server's failure (it was removed, or renamed: a new name starts afresh)."""
+        self._last.pop(server, None)
