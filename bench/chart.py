@@ -3,7 +3,8 @@
 ``python bench/chart.py bench/results.json bench/results.png``
 
 Left: every verdict as a fraction of its target (value / target; for "at least" targets
-target / value), so 1.0 is the line to stay under and all bars read the same way. Right: the
+target / value), so 1.0 is the line to stay under and all bars read the same way; a stretch
+goal (issue 19: B1 1.1x) is a dotted mark on its bar, met when the bar ends left of it. Right: the
 medians behind B1-B3, meworkd and mcp-use relative to the bare SDK (= 1), absolute ms on top.
 """
 
@@ -41,6 +42,12 @@ def main() -> None:
     y = range(len(rows))
     left.barh(list(y), fracs, color=colours)
     left.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    for i, r in enumerate(rows):
+        stretch = r.get("stretch")
+        if stretch:
+            at = stretch / r["target"] if r["op"] == "<=" else r["target"] / stretch
+            left.plot([at, at], [i - 0.42, i + 0.42], color="black", linestyle=":", linewidth=1.5)
+            left.annotate(f"stretch {stretch:g}", (at, i - 0.42), fontsize=7, ha="right")
     left.set_yticks(list(y), names)
     left.invert_yaxis()
     left.set_xlabel("value / target  (at most 1.0 meets the target)")

@@ -1,14 +1,17 @@
 """mework_client.aio against the real daemon: replies split over many reads, events that nobody
-reads never stop the replies, concurrent and cancelled calls on one connection."""
+reads never stop the replies, concurrent and cancelled calls on one connection; the sync client's
+own line reading (it reads the socket with a buffer of its own, see mework_client.sync)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
 import pytest
+from mework_client import Client
 from mework_client.aio import AsyncClient, _connect_stream, _connect_transport
 
 from tests.daemon_helpers import (
@@ -112,3 +115,50 @@ async def test_after_the_daemon_closes_the_connection_calls_fail_at_once(
             await c.closed.wait()
             with pytest.raises(ConnectionError):
                 await c.call("daemon.status")
+
+
+async def test_the_sync_client_reads_replies_over_many_reads_and_keeps_events(
+    short_tmp: Path,
+) -> None:
+    """Several MiB in one reply, and an event line read while a call waits, kept for events()."""
+    note = "n" * (3 * 1024 * 1024 + 7)
+
+    def use(sock: Path) -> tuple[str, str, int]:
+        with Client(sock, 20) as c:
+            c.call("events.subscribe", {"topics": ["settings.reloaded"]})
+            c.call("servers.add", {"name": "s", "server": {"command": PY, "x-note": note}})
+            got = c.call("servers.get", {"name": "s"})["server"]["x-note"]
+            pid = c.call("daemon.status")["pid"]
+            topic, _data = next(c.events(["settings.reloaded"]))
+            return got, topic, pid
+
+    async with start_daemon(short_tmp, {}) as (_d, sock):
+        got, topic, pid = await anyio.to_thread.run_sync(use, sock)
+    assert got == note
+    assert topic == "settings.reloaded"
+    assert pid > 0
+
+
+async def test_the_sync_client_shutdown_ends_a_read_blocked_in_another_thread(
+    short_tmp: Path,
+) -> None:
+    async with start_daemon(short_tmp, {}) as (_d, sock):
+        client = Client(sock, None)
+        subscribed = threading.Event()
+        ended: list[BaseException] = []
+
+        def listen() -> None:
+            try:
+                client.call("events.subscribe", {"topics": ["server.log"]})
+                subscribed.set()
+                next(client.events(["server.log"]))  # blocks: no server logs anything
+            except ConnectionError as exc:
+                ended.append(exc)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, listen)
+                await anyio.to_thread.run_sync(subscribed.wait)
+                client.shutdown()
+        client.close()
+    assert [str(e) for e in ended] == ["meworkd closed the connection"]

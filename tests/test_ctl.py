@@ -22,24 +22,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mework_client import RpcError, ctl
-from mework_client.ctl import (
-    COMMANDS,
-    GROUPS,
+from mework_client import RpcError
+from mework_client.ctl import Style, describe_rpc_error, format_table, main
+from mework_client.ctl.approvals import (
     ApprovalWatcher,
-    Style,
-    describe_rpc_error,
     format_approval_request,
     format_approvals,
     format_audit,
-    format_call,
-    format_conversations,
-    format_import,
-    format_table,
-    format_test,
-    format_turn,
-    main,
 )
+from mework_client.ctl.conv import format_conversations
+from mework_client.ctl.parser import GROUPS, all_commands
+from mework_client.ctl.servers import format_import
+from mework_client.ctl.servers_import import import_failed
+from mework_client.ctl.servers_probe import _test_failed, format_test
+from mework_client.ctl.turn import _call_failed, format_call, format_turn
+
+from tests.test_ctl_startup import STATUS, loaded_by, slow_modules
+
+COMMANDS = all_commands()
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".venv" / "bin"
@@ -183,6 +183,13 @@ def test_import_loads_only_the_standard_library_and_mework_client() -> None:
     heavy = sorted(m for m in imported if m.split(".")[0] in HEAVY)
     assert heavy == [], heavy
     assert "mework_client.service" not in imported  # loaded by install-service only
+
+
+def test_status_loads_only_what_it_needs(daemon: Daemon) -> None:
+    """``meworkctl status`` answered by a daemon (bench B6): no argparse, typing, other groups."""
+    loaded = loaded_by(["status"], daemon.env(), exit_code=0)
+    assert {m for m in loaded if m.startswith("mework_client")} == STATUS
+    assert slow_modules(loaded) == []
 
 
 def help_paths() -> list[list[str]]:
@@ -868,8 +875,8 @@ def test_format_test_failure() -> None:
         "  line 1",
         "  line 2",
     ]
-    assert ctl._test_failed(failed) == "cannot connect to fs"
-    assert ctl._test_failed(TEST_OK) is None
+    assert _test_failed(failed) == "cannot connect to fs"
+    assert _test_failed(TEST_OK) is None
 
 
 def test_format_turn() -> None:
@@ -919,8 +926,8 @@ def test_format_call() -> None:
         '  "total": 5',
         "}",
     ]
-    assert ctl._call_failed(result) is None
-    assert ctl._call_failed({"content": [], "isError": True}) is not None
+    assert _call_failed(result) is None
+    assert _call_failed({"content": [], "isError": True}) is not None
 
 
 def test_format_approvals_and_request() -> None:
@@ -1010,7 +1017,7 @@ def test_format_import() -> None:
     assert lines[3].startswith("rejected  d     the name appears more than once")
     assert lines[4] == "duplicate names in the document (not imported): d"
     assert lines[5] == "1 added, 0 replaced, 1 skipped, 1 rejected (format: mcpServers)"
-    assert ctl._import_failed(result) == "1 entry was rejected"
+    assert import_failed(result) == "1 entry was rejected"
 
 
 def test_describe_rpc_error() -> None:

@@ -12,11 +12,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from mework_client.ctl import build_parser, main
+from mework_client.ctl import main
 from mework_client.ctl.call import ask_decision
 from mework_client.ctl.command import CtlError
 from mework_client.ctl.completion import completion_script
 from mework_client.ctl.layout import plural
+from mework_client.ctl.parser import build_parser
 from mework_client.ctl.progress import CLEAR, Progress
 from mework_client.ctl.servers_edit import editor_command, replacement_patch, strip_error_comment
 
@@ -99,7 +100,7 @@ def test_a_swallowed_dash_option_gets_a_hint_about_the_double_dash(
 
 
 def test_old_flag_spellings_still_parse_and_are_hidden(capsys: pytest.CaptureFixture[str]) -> None:
-    from mework_client.ctl import parse_args
+    from mework_client.ctl.parser import parse_args
 
     assert parse_args(["turn", "cancel", "t1", "--call", "c1"]).call_id == "c1"
     assert parse_args(["turn", "cancel", "t1", "--call-id", "c1"]).call_id == "c1"

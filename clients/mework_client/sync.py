@@ -1,14 +1,26 @@
-"""The synchronous client: one connection, sequential calls, events kept in order (stdlib only)."""
+"""The synchronous client: one connection, sequential calls, events kept in order (stdlib only).
 
+``meworkctl`` starts with this module (bench B6), so it imports ``typing`` for annotations only
+and connects with ``_socket``, the C module under ``socket``: importing ``socket`` itself (its
+enum classes, ``selectors``) was ~2 ms of a ~25 ms ``meworkctl status``. The lines are read with
+a buffer of our own (``_socket`` has no ``makefile``).
+"""
+
+from __future__ import annotations
+
+import _socket
 import itertools
 import json
 import os
-import socket
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Iterator
+    from types import TracebackType
+    from typing import Any, Self
 
 __all__ = [
     "Client",
@@ -18,6 +30,9 @@ __all__ = [
     "check_peer",
     "check_socket_dir",
 ]
+
+
+READ_SIZE = 64 * 1024
 
 
 class RpcError(Exception):
@@ -77,7 +92,7 @@ def check_socket_dir(path: Path) -> None:
         raise UntrustedSocket(path, problem)
 
 
-def check_peer(sock: socket.socket, path: Path) -> None:
+def check_peer(sock: _socket.socket | socket.socket, path: Path) -> None:
     """Once connected, before a byte is sent: the peer must run as our own uid."""
     from mework_protocol.boundary import peer_problem
 
@@ -96,7 +111,7 @@ class Client:
             path = default_socket_path()
         self.path = Path(path)
         check_socket_dir(self.path)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
             self._sock.connect(str(self.path))
@@ -107,7 +122,7 @@ class Client:
         except BaseException:
             self._sock.close()
             raise
-        self._reader = self._sock.makefile("rb")
+        self._unread = bytearray()  # received, not yet returned by _receive
         self._ids = itertools.count(1)
         self._events: deque[tuple[str, Any]] = deque()
 
@@ -151,7 +166,7 @@ class Client:
         self._sock.sendall(json.dumps(message).encode() + b"\n")
 
     def _receive(self) -> dict[str, Any]:
-        line = self._reader.readline()
+        line = self._readline()
         if not line:
             raise ConnectionError("meworkd closed the connection")
         value = json.loads(line)
@@ -159,18 +174,32 @@ class Client:
             raise ConnectionError("unexpected reply from meworkd")
         return value
 
+    def _readline(self) -> bytes:
+        """The next line with its newline; what is left at end of stream (b"" when nothing)."""
+        scanned = 0  # the buffer holds no newline before this offset
+        while (end := self._unread.find(b"\n", scanned) + 1) == 0:
+            scanned = len(self._unread)
+            chunk = self._sock.recv(READ_SIZE)
+            if not chunk:
+                line = bytes(self._unread)
+                self._unread.clear()
+                return line
+            self._unread += chunk
+        line = bytes(self._unread[:end])
+        del self._unread[:end]
+        return line
+
     def shutdown(self) -> None:
         """End the connection under a read blocked in another thread (that read gets EOF).
 
-        ``close`` alone would wait for that read: the buffered reader holds its lock.
+        ``close`` alone would not wake that read.
         """
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.shutdown(_socket.SHUT_RDWR)
         except OSError:
             pass  # not connected any more: nothing is blocked on it
 
     def close(self) -> None:
-        self._reader.close()
         self._sock.close()
 
     def __enter__(self) -> Self:

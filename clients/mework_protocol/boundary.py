@@ -5,15 +5,19 @@ every client refuses to connect through one; once connected, a client sends noth
 whose uid (``SO_PEERCRED``) is not its own. Standard library only: ``meworkctl`` loads this.
 """
 
+# _socket is the C module under socket: socket.socket derives from its socket class, so these
+# checks take either; importing socket itself would slow meworkctl's start-up (bench B6).
+import _socket as socket
 import os
-import socket
 import stat
-import struct
+import sys
 from pathlib import Path
 
 __all__ = ["peer_problem", "peer_uid", "private_dir_problem", "socket_dir_problem"]
 
-_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+# struct ucred: int pid, uid, gid (read with int.from_bytes: struct is a shared library to load,
+# ~1 ms of meworkctl's start-up on a busy machine, bench B6).
+_UCRED_SIZE = 12
 
 
 def private_dir_problem(st: os.stat_result, uid: int) -> str | None:
@@ -48,11 +52,10 @@ def socket_dir_problem(socket_path: Path, uid: int) -> str | None:
 def peer_uid(sock: socket.socket) -> int | None:
     """The uid of the process at the other end of a connected Unix socket, or None."""
     try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size)
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED_SIZE)
     except OSError:
         return None
-    _pid, uid, _gid = _CREDS.unpack(creds)
-    return int(uid)
+    return int.from_bytes(creds[4:8], sys.byteorder, signed=True)
 
 
 def peer_problem(sock: socket.socket, uid: int) -> str | None:

@@ -25,14 +25,12 @@ from mework_client.ctl.layout import (
 
 __all__ = [
     "COMMANDS",
-    "GROUP",
     "ApprovalWatcher",
     "format_approval_request",
     "format_approvals",
     "format_audit",
 ]
 
-GROUP = ("list, answer or watch approval requests for tool calls", "meworkctl approvals watch")
 LONG_STRING = 200
 
 

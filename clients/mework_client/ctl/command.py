@@ -4,21 +4,24 @@ A simple command is a :class:`Command` row (path, method, params, human renderin
 :func:`call_method` runs; the few that stream events or prompt bring their own ``run``. The
 small builders here (:func:`pick`, :func:`plus`, :func:`show`, :func:`say`) keep the rows of
 each command group declarative.
+
+``meworkctl status`` loads this module, so it imports neither ``typing`` nor ``argparse`` (the
+names for annotations only under ``TYPE_CHECKING``): start-up time, bench B6.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TextIO
-
-from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS
-from mework_protocol.levels import APPROVAL_LEVELS
+from types import SimpleNamespace
 
 from mework_client import Client, RpcError
 from mework_client.ctl.layout import Style, dumps, obj
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TextIO
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -27,10 +30,9 @@ __all__ = [
     "EXIT_NOT_RUNNING",
     "EXIT_OK",
     "EXIT_USAGE",
-    "LEVEL_CHOICES",
-    "LEVEL_HELP",
     "PROG",
     "Arg",
+    "Args",
     "Command",
     "CtlError",
     "Ctx",
@@ -54,8 +56,10 @@ __all__ = [
 PROG = "meworkctl"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_TIMEOUT = 30.0  # seconds per reply, for the quick methods (see Command.wait)
-LEVEL_CHOICES = {"choices": APPROVAL_LEVELS, "metavar": "LEVEL"}
-LEVEL_HELP = f"approval level: {', '.join(APPROVAL_LEVELS)}"
+
+# The parsed command line: argparse fills one (``parse_args(namespace=Args())``), and so does
+# the reader of plain command lines (:mod:`.plain`), which does not import argparse.
+Args = SimpleNamespace
 
 
 # --- errors --------------------------------------------------------------------------------------
@@ -82,6 +86,8 @@ def not_running_message(path: Path | str) -> str:
 
 def describe_rpc_error(error: RpcError, method: str | None = None) -> str:
     """One line for a person: the message, what it was about, and the stable kind."""
+    from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS  # errors only: start-up
+
     kind = error.kind if error.kind != "unknown" else STANDARD_KINDS.get(error.code, "unknown")
     if error.code == METHOD_NOT_FOUND:
         name = error.data if isinstance(error.data, str) else method
@@ -103,9 +109,7 @@ class Ctx:
 
     __slots__ = ("args", "err", "out")
 
-    def __init__(
-        self, args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
-    ) -> None:
+    def __init__(self, args: Args, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.args = args
         self.out: TextIO = sys.stdout if out is None else out
         self.err: TextIO = sys.stderr if err is None else err
@@ -151,30 +155,34 @@ class Ctx:
 
 # --- the command row and its builders -------------------------------------------------------------
 
-Params = Callable[[argparse.Namespace], dict[str, Any] | None]
-Render = Callable[[Any, argparse.Namespace, Style], str]
-Failed = Callable[[Any], str | None]
+if TYPE_CHECKING:
+    Params = Callable[[Args], dict[str, Any] | None]
+    Render = Callable[[Any, Args, Style], str]
+    Failed = Callable[[Any], str | None]
 
 
-class Arg(NamedTuple):
+class Arg:
     """The arguments of one ``add_argument`` call."""
 
-    names: tuple[str, ...]
-    options: dict[str, Any]
+    __slots__ = ("names", "options")
+
+    def __init__(self, names: tuple[str, ...], options: dict[str, Any]) -> None:
+        self.names = names
+        self.options = options
 
 
 def arg(*names: str, **options: Any) -> Arg:
     return Arg(names, options)
 
 
-def _no_params(_args: argparse.Namespace) -> dict[str, Any] | None:
+def _no_params(_args: Args) -> dict[str, Any] | None:
     return None
 
 
 def pick(**fields: str) -> Params:
     """Params from arguments: ``rpcName="attribute"``; unset (``None``) ones are left out."""
 
-    def build(args: argparse.Namespace) -> dict[str, Any]:
+    def build(args: Args) -> dict[str, Any]:
         values = {key: getattr(args, attr) for key, attr in fields.items()}
         return {key: value for key, value in values.items() if value is not None}
 
@@ -199,28 +207,70 @@ def _never(_result: Any) -> str | None:
     return None
 
 
-def _dump(result: Any, _args: argparse.Namespace, _style: Style) -> str:
+def _dump(result: Any, _args: Args, _style: Style) -> str:
     return dumps(result)
 
 
-class Command(NamedTuple):
-    """One leaf of the command tree; ``run`` defaults to calling ``method`` with ``params``."""
+class Command:
+    """One leaf of the command tree; ``run`` defaults to calling ``method`` with ``params``.
 
-    path: str
-    help: str
-    example: str
-    method: str | None = None
-    args: tuple[Arg, ...] = ()
-    params: Params = _no_params
-    render: Render = _dump
-    failed: Failed = _never
-    run: Callable[[Command, Ctx], int] | None = None
-    details: str = ""
-    wait: bool = False  # may take long (dials servers, waits for approvals): no default timeout
-    streams: bool = False  # runs until interrupted; Ctrl-C is a normal way to stop it
-    local: tuple[str, ...] = ()  # global options this command uses for itself
-    usage: str | None = None
-    progress: str = ""  # on a terminal, a spinner with this label while the call runs
+    A plain class, not a NamedTuple: ``typing`` is not imported at start-up (bench B6).
+    """
+
+    __slots__ = (
+        "args",
+        "details",
+        "example",
+        "failed",
+        "help",
+        "local",
+        "method",
+        "params",
+        "path",
+        "progress",
+        "render",
+        "run",
+        "streams",
+        "usage",
+        "wait",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        help: str,
+        example: str,
+        method: str | None = None,
+        args: tuple[Arg, ...] = (),
+        params: Params = _no_params,
+        render: Render = _dump,
+        failed: Failed = _never,
+        run: Callable[[Command, Ctx], int] | None = None,
+        details: str = "",
+        wait: bool = False,  # may take long (dials servers, waits for approvals): no timeout
+        streams: bool = False,  # runs until interrupted; Ctrl-C is a normal way to stop it
+        local: tuple[str, ...] = (),  # global options this command uses for itself
+        usage: str | None = None,
+        progress: str = "",  # on a terminal, a spinner with this label while the call runs
+    ) -> None:
+        self.path = path
+        self.help = help
+        self.example = example
+        self.method = method
+        self.args = args
+        self.params = params
+        self.render = render
+        self.failed = failed
+        self.run = run
+        self.details = details
+        self.wait = wait
+        self.streams = streams
+        self.local = local
+        self.usage = usage
+        self.progress = progress
+
+    def __repr__(self) -> str:
+        return f"Command({self.path!r})"
 
     def execute(self, ctx: Ctx) -> int:
         return self.run(self, ctx) if self.run is not None else call_method(self, ctx)
@@ -248,6 +298,8 @@ def call_method(cmd: Command, ctx: Ctx) -> int:
 
 
 def pair(text: str) -> tuple[str, str]:
+    import argparse  # already loaded: argparse calls this while it parses
+
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")

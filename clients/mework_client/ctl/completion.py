@@ -2,7 +2,8 @@
 
 One walk of the parser gives, per command path, its subcommands, options, the options taking a
 value and the choices; each shell's script embeds that table as ``case``/``switch`` lookups and
-runs the same small walk over the words typed so far (``meworkctl completion SHELL``).
+runs the same small walk over the words typed so far (``meworkctl completion SHELL``). This
+module holds that command's row too; it walks the whole tree, so it loads every command module.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import argparse
 import shlex
 from collections.abc import Mapping, Sequence
 
-__all__ = ["SHELLS", "bash_completion", "completion_script"]
+from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg
+
+__all__ = ["COMMANDS", "SHELLS", "bash_completion", "completion_script"]
 
 
 class _Node:
@@ -141,3 +144,23 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
 
 
 SHELLS = ("bash", "zsh", "fish")
+
+
+def _run_completion(_cmd: Command, ctx: Ctx) -> int:
+    from mework_client.ctl.parser import build_parser
+
+    ctx.print(completion_script(build_parser(), ctx.args.shell))
+    return EXIT_OK
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "completion",
+        "print a shell completion script",
+        "source <(meworkctl completion bash)\n"
+        "  source <(meworkctl completion zsh)      # after compinit\n"
+        "  meworkctl completion fish | source",
+        run=_run_completion,
+        args=(arg("shell", choices=SHELLS, help="the shell: " + ", ".join(SHELLS)),),
+    ),
+)

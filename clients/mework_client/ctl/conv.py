@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mework_client.ctl.command import LEVEL_CHOICES, LEVEL_HELP, Command, arg, pick, say, show
+from mework_client.ctl.command import Command, arg, pick, say, show
 from mework_client.ctl.layout import PLAIN, Style, format_table, items, key_values, obj, when
+from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
-__all__ = ["COMMANDS", "GROUP", "format_conversation", "format_conversations"]
+__all__ = ["COMMANDS", "format_conversation", "format_conversations"]
 
-GROUP = ("conversations: which servers they use, at which approval level", "meworkctl conv list")
 CONV = arg("id", metavar="ID", help="the conversation id")
 
 

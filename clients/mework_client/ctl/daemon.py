@@ -7,13 +7,16 @@ start-up stays on the standard library (tests/test_ctl.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mework_client.ctl.command import EXIT_OK, Command, CtlError, Ctx, arg, show
 from mework_client.ctl.layout import PLAIN, Style, dumps, key_values, obj
 from mework_client.ctl.settings_state import settings_lines
 
-__all__ = ["CONTROL", "SYSTEM", "format_status"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (``meworkctl status``)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["COMMANDS", "format_status"]
 
 NEXT_STEPS = "systemctl --user daemon-reload && systemctl --user enable --now meworkd.socket"
 
@@ -104,8 +107,8 @@ def _run_uninstall(_cmd: Command, ctx: Ctx) -> int:
     return _report_paths(ctx, "removed", "Removed", paths, steps)
 
 
-# The first rows of the command table.
-CONTROL: tuple[Command, ...] = (
+# The first rows of ``meworkctl --help``.
+_CONTROL: tuple[Command, ...] = (
     Command(
         "status",
         "show the daemon's version, uptime and counts",
@@ -122,8 +125,8 @@ CONTROL: tuple[Command, ...] = (
     ),
 )
 
-# Rows that come after the command groups in the table (and so in ``meworkctl --help``).
-SYSTEM: tuple[Command, ...] = (
+# Rows that come after the command groups in ``meworkctl --help`` (the order is the index's).
+_SYSTEM: tuple[Command, ...] = (
     Command(
         "events",
         "print events as JSON lines until interrupted",
@@ -177,3 +180,5 @@ SYSTEM: tuple[Command, ...] = (
         ),
     ),
 )
+
+COMMANDS = (*_CONTROL, *_SYSTEM)

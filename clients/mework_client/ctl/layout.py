@@ -1,16 +1,19 @@
 """Plain-text layout for meworkctl: terminal styling, tables, ``key: value`` lines, value cells.
 
-Records are NamedTuples and plain classes, not dataclasses: importing dataclasses (and the
-inspect module it pulls in) was ~5.5 ms of ``meworkctl status``'s start-up (bench B6).
+Records are plain classes with ``__slots__``, not dataclasses or NamedTuples: importing
+dataclasses (and the inspect module it pulls in) was ~5.5 ms of ``meworkctl status``'s start-up,
+and ``typing`` another ~1.5 ms (bench B6); ``unicodedata`` is loaded by the first non-ASCII cell.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any, TextIO
 
 __all__ = [
     "BOLD",
@@ -36,10 +39,22 @@ BOLD, DIM, RED, GREEN = "1", "2", "31", "32"  # SGR codes
 DESCRIPTION_WIDTH = 60
 
 
-class Style(NamedTuple):
+class Style:
     """ANSI styling that is a no-op unless ``color`` (a terminal without ``NO_COLOR``)."""
 
-    color: bool = False
+    __slots__ = ("color",)
+
+    def __init__(self, color: bool = False) -> None:
+        self.color = color
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Style) and other.color == self.color
+
+    def __hash__(self) -> int:
+        return hash(self.color)
+
+    def __repr__(self) -> str:
+        return f"Style(color={self.color})"
 
     @classmethod
     def for_stream(cls, stream: TextIO) -> Style:
@@ -68,14 +83,21 @@ class Style(NamedTuple):
 PLAIN = Style()
 
 
-class Cell(NamedTuple):
+class Cell:
     """A table cell with its own colour (padding is measured on ``text`` alone)."""
 
-    text: str
-    sgr: str = ""
+    __slots__ = ("sgr", "text")
+
+    def __init__(self, text: str, sgr: str = "") -> None:
+        self.text = text
+        self.sgr = sgr
 
 
 def _width(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    import unicodedata  # only for non-ASCII text: start-up time (bench B6)
+
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 

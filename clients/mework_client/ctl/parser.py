@@ -1,32 +1,22 @@
-"""meworkctl's command tree: the rows of every group in help order, and the argparse parser."""
+"""meworkctl's argparse tree, built from the command index with only the groups a line names.
+
+The top level always lists every command (from :mod:`.index`, without loading its module);
+only the commands under the first words that occur in argv are built in full, so a command
+line loads the modules of its own group and no other (start-up time, bench B6).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from mework_protocol.address import default_socket_path
 
 from mework_client import __version__
-from mework_client.ctl import (
-    approvals,
-    auth,
-    conv,
-    daemon,
-    presets,
-    requests,
-    servers,
-    servers_edit,
-    servers_inspect,
-    servers_probe,
-    settings,
-    turn,
-    ui,
-)
 from mework_client.ctl.command import (
     DEFAULT_TIMEOUT,
     EXIT_ERROR,
@@ -34,13 +24,12 @@ from mework_client.ctl.command import (
     EXIT_OK,
     EXIT_USAGE,
     PROG,
+    Args,
     Command,
-    Ctx,
-    arg,
 )
-from mework_client.ctl.completion import SHELLS, completion_script
+from mework_client.ctl.index import GROUPS, INDEX, TOP_WORDS, rows
 
-__all__ = ["COMMANDS", "GROUPS", "build_parser", "parse_args"]
+__all__ = ["GROUPS", "all_commands", "build_parser", "parse_args"]
 
 HELP_WIDTH = 79
 EPILOG = f"""\
@@ -48,48 +37,10 @@ exit codes: {EXIT_OK} ok, {EXIT_ERROR} error reply (or a failed test, a tool err
 import entry), {EXIT_USAGE} usage error, {EXIT_NOT_RUNNING} meworkd is not running.
 Run 'meworkctl COMMAND --help' for a command's options and an example."""
 
-GROUPS: dict[str, tuple[str, str]] = {
-    "settings": settings.GROUP,
-    "servers": servers.GROUP,
-    "presets": presets.GROUP,
-    "conv": conv.GROUP,
-    "turn": turn.GROUP,
-    "approvals": approvals.GROUP,
-    "requests": requests.GROUP,
-}
 
-
-def _run_completion(_cmd: Command, ctx: Ctx) -> int:
-    ctx.print(completion_script(build_parser(), ctx.args.shell))
-    return EXIT_OK
-
-
-# The order of the rows is the order of ``meworkctl --help`` and of the completion script.
-COMMANDS: tuple[Command, ...] = (
-    *daemon.CONTROL,
-    *settings.COMMANDS,
-    *servers.COMMANDS,
-    *servers_edit.COMMANDS,
-    *servers_probe.COMMANDS,
-    *servers_inspect.COMMANDS,
-    *auth.COMMANDS,
-    *presets.COMMANDS,
-    *conv.COMMANDS,
-    *turn.COMMANDS,
-    *approvals.COMMANDS,
-    *requests.COMMANDS,
-    *ui.COMMANDS,
-    *daemon.SYSTEM,
-    Command(
-        "completion",
-        "print a shell completion script",
-        "source <(meworkctl completion bash)\n"
-        "  source <(meworkctl completion zsh)      # after compinit\n"
-        "  meworkctl completion fish | source",
-        run=_run_completion,
-        args=(arg("shell", choices=SHELLS, help="the shell: " + ", ".join(SHELLS)),),
-    ),
-)
+def all_commands() -> tuple[Command, ...]:
+    """Every command's row, in the order of ``meworkctl --help`` (loads every command module)."""
+    return tuple(rows())
 
 
 def _description(help_text: str, example: str, details: str = "") -> str:
@@ -171,10 +122,24 @@ class _PartialParser(argparse.ArgumentParser):
         raise _Retry(message)
 
 
+# The one-line help of each first word, for the top level and its stubs.
+_TOP_HELP = {path: text for path, text, _ in INDEX if " " not in path} | {
+    group: text for group, (text, _) in GROUPS.items()
+}
+
+
 def build_parser(
-    only: str | None = None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+    words: Iterable[str] | None = None,
+    *,
+    stubs: bool = True,
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
 ) -> argparse.ArgumentParser:
-    """The whole command tree, or with ``only`` just the commands under that first word."""
+    """The command tree: in full, or with only the commands under ``words`` (first words).
+
+    With ``stubs``, the other first words are there too with their one-line help and nothing
+    under them: the top-level help and argparse's messages are those of the whole tree, and
+    none of those words' modules is loaded.
+    """
     parser = parser_class(
         prog=PROG,
         description="Control meworkd, the MCP host daemon of Mework.",
@@ -183,41 +148,50 @@ def build_parser(
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _add_global_options(parser, top=True)
-    commands = {"": parser.add_subparsers(title="commands", metavar="COMMAND", required=True)}
-    for cmd in COMMANDS:
-        *groups, leaf = cmd.path.split()
-        if only is not None and (groups or [leaf])[0] != only:
-            continue
-        parent = ""
-        for group in groups:
-            path = f"{parent} {group}".strip()
-            if path not in commands:
-                help_text, example = GROUPS[path]
-                sub = commands[parent].add_parser(
-                    group,
-                    help=help_text,
-                    description=_description(help_text, example),
-                    formatter_class=_Formatter,
-                )
-                commands[path] = sub.add_subparsers(
-                    title="commands", metavar="COMMAND", required=True
-                )
-            parent = path
-        sub = commands[parent].add_parser(
-            leaf,
-            help=cmd.help,
-            usage=cmd.usage,
-            description=_description(cmd.help, cmd.example, cmd.details),
-            formatter_class=_Formatter,
-        )
-        for a in cmd.args:
-            sub.add_argument(*a.names, **a.options)
-        _add_global_options(sub, top=False, skip=cmd.local)
-        sub.set_defaults(spec=cmd, leaf=sub)
+    top = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    under: dict[str, list[Command]] = {}
+    for cmd in rows(words):
+        under.setdefault(cmd.path.split()[0], []).append(cmd)
+    for word in TOP_WORDS:
+        if word in under:
+            commands = {"": top}
+            for cmd in under[word]:
+                _add_command(commands, cmd)
+        elif stubs:
+            top.add_parser(word, help=_TOP_HELP[word])
     return parser
 
 
-_TOP_WORDS = frozenset(c.path.split()[0] for c in COMMANDS)
+def _add_command(commands: dict[str, argparse._SubParsersAction[Any]], cmd: Command) -> None:
+    """Add one leaf and the groups on its path not there yet (``commands``: path -> parsers)."""
+    *groups, leaf = cmd.path.split()
+    parent = ""
+    for group in groups:
+        path = f"{parent} {group}".strip()
+        if path not in commands:
+            help_text, example = GROUPS[path]
+            sub = commands[parent].add_parser(
+                group,
+                help=help_text,
+                description=_description(help_text, example),
+                formatter_class=_Formatter,
+            )
+            commands[path] = sub.add_subparsers(title="commands", metavar="COMMAND", required=True)
+        parent = path
+    sub = commands[parent].add_parser(
+        leaf,
+        help=cmd.help,
+        usage=cmd.usage,
+        description=_description(cmd.help, cmd.example, cmd.details),
+        formatter_class=_Formatter,
+    )
+    for a in cmd.args:
+        sub.add_argument(*a.names, **a.options)
+    _add_global_options(sub, top=False, skip=cmd.local)
+    sub.set_defaults(spec=cmd, leaf=sub)
+
+
+_TOP_SET = frozenset(TOP_WORDS)
 
 
 def _split_trailing_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -241,10 +215,10 @@ ADD_HINT = (
 )
 
 
-def _parse_full(head: list[str]) -> argparse.Namespace:
-    """The whole tree; ``servers add x npx -y pkg`` gets a hint about ``--`` (argparse took -y)."""
-    parser = build_parser()
-    args, extras = parser.parse_known_args(head)
+def _parse_full(head: list[str], words: set[str]) -> Args:
+    """The tree with stubs; ``servers add x npx -y pkg`` gets a hint about ``--`` (-y was taken)."""
+    parser = build_parser(words)
+    args, extras = parser.parse_known_args(head, namespace=Args())
     if extras:
         message = f"unrecognized arguments: {' '.join(extras)}"
         spec: Command | None = getattr(args, "spec", None)
@@ -255,22 +229,23 @@ def _parse_full(head: list[str]) -> argparse.Namespace:
     return args
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+def parse_args(argv: Sequence[str]) -> Args:
     """Parse (``SystemExit`` for ``--help``, ``--version`` and usage errors, as argparse does)."""
     head, command = _split_trailing_command(list(argv))
-    # Start-up speed (bench B6): building all ~50 sub-parsers took ~9 ms of a ~47 ms
-    # `meworkctl status`. When exactly one top-level command word occurs in argv, only that
-    # subtree is built; help requests, and anything the partial parser would reject, go to the
-    # whole tree, so every message is what the full parser says.
-    words = {w for w in head if w in _TOP_WORDS}
-    args: argparse.Namespace | None = None
-    if len(words) == 1 and not {"-h", "--help"} & set(head):
+    # Start-up speed (bench B6): only the commands under the first words that occur in argv are
+    # built (and their modules loaded), first without the other words at all; help requests,
+    # and anything that partial parser would reject, go to the tree with stubs for the other
+    # words, whose messages are those of the whole tree.
+    words = {w for w in head if w in _TOP_SET}
+    args: Args | None = None
+    if words and not {"-h", "--help"} & set(head):
         try:
-            args = build_parser(words.pop(), _PartialParser).parse_args(head)
+            partial = build_parser(words, stubs=False, parser_class=_PartialParser)
+            args = partial.parse_args(head, namespace=Args())
         except _Retry:
             args = None
     if args is None:
-        args = _parse_full(head)
+        args = _parse_full(head, words)
     if command is not None:
         args.command = [*args.command, *command]
     if args.socket is None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from mework_client.ctl.command import LEVEL_CHOICES, LEVEL_HELP, Command, arg, pick, say, show
+from mework_client.ctl.command import Args, Command, arg, pick, say, show
 from mework_client.ctl.layout import PLAIN, Style, format_table, items
+from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
-__all__ = ["COMMANDS", "GROUP", "format_presets"]
+__all__ = ["COMMANDS", "format_presets"]
 
-GROUP = ("conversation templates (selected servers, approval level)", "meworkctl presets list")
 PRESET = arg("name", metavar="NAME", help="the preset's name")
 
 
@@ -22,7 +21,7 @@ def format_presets(result: Any, style: Style = PLAIN) -> str:
     return format_table(["NAME", "SERVERS", "LEVEL"], rows, style)
 
 
-def _preset_params(args: argparse.Namespace) -> dict[str, Any]:
+def _preset_params(args: Args) -> dict[str, Any]:
     preset: dict[str, Any] = {"mcpServers": args.servers or []}
     if args.level:
         preset["approvalLevel"] = args.level

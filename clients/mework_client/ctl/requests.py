@@ -20,12 +20,8 @@ from mework_client.ctl.approvals import ApprovalWatcher, Caller
 from mework_client.ctl.command import EXIT_OK, Command, Ctx
 from mework_client.ctl.layout import PLAIN, Style, dumps, items, obj
 
-__all__ = ["COMMANDS", "ELSEWHERE", "GROUP", "RequestWatcher", "answer_elicitation", "read_field"]
+__all__ = ["COMMANDS", "ELSEWHERE", "RequestWatcher", "answer_elicitation", "read_field"]
 
-GROUP = (
-    "answer what meworkd asks a person (approvals, forms, URLs, sampling)",
-    "meworkctl requests watch",
-)
 
 Ask = Callable[[str], str | None]
 Write = Callable[[str], None]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_client.ctl.command import (
+    Args,
     Command,
     UsageError,
     arg,
@@ -41,7 +42,6 @@ from mework_client.ctl.settings_state import settings_lines
 
 __all__ = [
     "COMMANDS",
-    "GROUP",
     "NAME",
     "format_import",
     "format_server",
@@ -49,7 +49,6 @@ __all__ = [
     "server_label",
 ]
 
-GROUP = ("register, inspect and test MCP servers", "meworkctl servers list")
 NAME = arg("name", metavar="NAME", help="the server's name")
 TOOL = arg("tool", metavar="TOOL", help="the tool's original name (as the server lists it)")
 REVEAL = arg("--reveal", action="store_true", help="show secret env and header values")
@@ -131,7 +130,7 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
     return text
 
 
-def _server_params(args: argparse.Namespace) -> dict[str, Any]:
+def _server_params(args: Args) -> dict[str, Any]:
     """``servers add``: the entry from the flags (stdio after ``--``, or ``--url``)."""
     command: list[str] = args.command
     server: dict[str, Any]
@@ -161,7 +160,7 @@ def _server_params(args: argparse.Namespace) -> dict[str, Any]:
     return {"name": args.name, "server": server}
 
 
-def _added(result: Any, args: argparse.Namespace, style: Style) -> str:
+def _added(result: Any, args: Args, style: Style) -> str:
     kind = obj(result).get("type")
     return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
 

@@ -6,10 +6,9 @@ nothing they show is offered to a model.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from mework_client.ctl.command import Command, UsageError, arg, pair, pick, show
+from mework_client.ctl.command import Args, Command, UsageError, arg, pair, pick, show
 from mework_client.ctl.layout import PLAIN, Style, describe, items, listing, obj
 from mework_client.ctl.servers import NAME
 
@@ -106,11 +105,11 @@ def format_completion(result: Any, style: Style = PLAIN) -> str:
     return "\n".join(values) or style.dim("(no suggestions)")
 
 
-def _prompt_params(args: argparse.Namespace) -> dict[str, Any]:
+def _prompt_params(args: Args) -> dict[str, Any]:
     return {"name": args.name, "prompt": args.prompt, "arguments": dict(args.arguments)}
 
 
-def _complete_params(args: argparse.Namespace) -> dict[str, Any]:
+def _complete_params(args: Args) -> dict[str, Any]:
     if (args.template is None) == (args.prompt is None):
         raise UsageError("give either --prompt PROMPT or --template URI_TEMPLATE")
     if args.template is not None:

@@ -9,9 +9,7 @@ from typing import Any
 from mework_client.ctl.command import Command, arg, pair, show
 from mework_client.ctl.layout import PLAIN, Style, dumps, key_values, obj
 
-__all__ = ["COMMANDS", "GROUP", "format_mcp_options", "format_reload"]
-
-GROUP = ("show, reload or change the settings document", "meworkctl settings show")
+__all__ = ["COMMANDS", "format_mcp_options", "format_reload"]
 
 
 def format_mcp_options(result: Any, style: Style = PLAIN) -> str:

@@ -6,9 +6,11 @@ these lines make a broken file or entry visible wherever a person looks.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mework_client.ctl.layout import PLAIN, Style, obj
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (``meworkctl status``)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["settings_lines"]
 

@@ -7,7 +7,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mework_client.ctl.command import Command, Ctx, UsageError, arg, pick, read_text, say, show
+from mework_client.ctl.command import (
+    Args,
+    Command,
+    Ctx,
+    UsageError,
+    arg,
+    pick,
+    read_text,
+    say,
+    show,
+)
 from mework_client.ctl.layout import (
     PLAIN,
     Style,
@@ -20,12 +30,8 @@ from mework_client.ctl.layout import (
     plural,
 )
 
-__all__ = ["COMMANDS", "GROUP", "format_call", "format_turn"]
+__all__ = ["COMMANDS", "format_call", "format_turn"]
 
-GROUP = (
-    "begin, end or cancel a turn (what a frontend does for each model turn)",
-    "meworkctl turn begin chat-1",
-)
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)")
 
 
@@ -90,7 +96,7 @@ def format_call(result: Any, style: Style = PLAIN) -> str:
     return style.red(text) if r.get("isError") and text else text
 
 
-def _cancelled(result: Any, args: argparse.Namespace, style: Style) -> str:
+def _cancelled(result: Any, args: Args, style: Style) -> str:
     count = obj(result).get("cancelled")
     what = plural(count, "call") if isinstance(count, int) else "calls"
     return style.green("ok") + f"  cancelled {what} of {args.turn}"
@@ -106,7 +112,7 @@ def _run_call(cmd: Command, ctx: Ctx) -> int:
     return run_call(cmd, ctx)
 
 
-def _call_params(args: argparse.Namespace) -> dict[str, Any]:
+def _call_params(args: Args) -> dict[str, Any]:
     text = read_text("-") if args.arguments == "-" else args.arguments
     try:
         arguments = json.loads(text)
