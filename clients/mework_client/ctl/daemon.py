@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mework_protocol.topics import TOPICS
+
 from mework_client.ctl.command import EXIT_OK, Command, CtlError, Ctx, arg, show
 from mework_client.ctl.layout import PLAIN, Style, dumps, key_values, obj
 from mework_client.ctl.settings_state import settings_lines
@@ -138,9 +140,7 @@ _SYSTEM: tuple[Command, ...] = (
                 "topics",
                 nargs="*",
                 metavar="TOPIC",
-                help="approval.requested, approval.resolved, settings.reloaded, "
-                "settings.invalid, server.log, server.status, turn.progress "
-                "(default: all)",
+                help=f"{', '.join(sorted(TOPICS))} (default: all)",
             ),
         ),
         details='Each line is {"topic": ..., "data": ...}, also without --json.',
