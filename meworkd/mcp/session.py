@@ -131,7 +131,7 @@ class McpSession:
         self._stopping = anyio.Event()
         self.dead = anyio.Event()
         self.closed = anyio.Event()
-        self._client: ClientSession | None = None
+        self._client: DirectClientSession | None = None
         self._connected: Connected | None = None
         # What the server may ask of its host; without a host it may ask nothing.
         self._callbacks = SessionCallbacks(host, server, conversation) if host else None
@@ -333,6 +333,11 @@ class McpSession:
             self.last_used = time.monotonic()
             if self.in_flight == 0 and self.state is SessionState.DRAINING:
                 self._set_state(SessionState.CLOSING)
+
+    @property
+    def passes_through(self) -> bool:
+        """True when meworkd writes and answers this session's tools/call itself."""
+        return self._client is not None and self._client.direct is not None
 
     @property
     def alive(self) -> bool:
