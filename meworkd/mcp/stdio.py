@@ -188,7 +188,7 @@ class _PipeReader:
             return self._to_sdk(self.outstanding.refuse(line.head, line.tail, limit))
         if not line.strip():
             return None
-        response = _plain_response(line)
+        response = _plain_parts(line)
         if response is not None:
             request_id, result = response
             self.outstanding.answered(request_id)
@@ -262,13 +262,22 @@ class _PipeReader:
         await self.aclose()
 
 
-def _plain_response(line: bytes) -> tuple[types.RequestId, dict[str, Any]] | None:
+def _plain_response(line: bytes) -> types.JSONRPCResponse | None:
+    """The line as a JSON-RPC response if it plainly is one, else None (pydantic decides)."""
+    parts = _plain_parts(line)
+    if parts is None:
+        return None
+    return types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=parts[0], result=parts[1])
+
+
+def _plain_parts(line: bytes) -> tuple[types.RequestId, dict[str, Any]] | None:
     """(id, result) if the line plainly is a JSON-RPC response, else None (pydantic decides).
 
     Exactly ``jsonrpc`` "2.0", an ``id`` that is an int or a string and a ``result`` object:
     what JSONRPCResponse accepts, and no other member of the message union could. Most of what
     a server sends is that; checking it here costs a fraction of validating the union (bench
-    B1). The result itself is checked by the SDK against the negotiated revision's schema.
+    B1). The result is checked against the negotiated revision's schema later (by the SDK, or
+    for a direct call by :mod:`meworkd.mcp.tools`).
     """
     try:
         data = msgspec.json.decode(line)

@@ -1,7 +1,9 @@
 """Requests a turn makes: list a server's tools, call one; replies shaped into plain data.
 
-A tool call's reply is checked for the shape of a tool result and stripped of ``_meta`` in one
-walk (:func:`shape_reply`), and refused while it arrives once it passes its budget
+A tool call goes over the session's pipes directly where that is what the SDK would do
+(:mod:`meworkd.mcp.direct`: handshake-era stdio sessions), else through the SDK's
+``send_request``. Its reply is checked for the shape of a tool result and stripped of ``_meta``
+in one walk (:func:`shape_reply`), and refused while it arrives once it passes its budget
 (:mod:`meworkd.mcp.budget`); listings are bounded in bytes, items and pages and become
 :class:`~meworkd.mcp.model.ToolInfo`.
 """
