@@ -1,12 +1,15 @@
 """Issue 14.9: a duplicate callId, the hooks' permission_mode, a lone surrogate in a request.
 
 All against the real daemon on its real socket, with the kitchen server and a real hook script.
+The duplicate callId case runs on both call paths (meworkd's own pipe path and the SDK's; see
+tests/test_call_paths.py, which has the rest of issue 19.5's cases).
 """
 
 import anyio
 import pytest
 
 from tests.daemon_fixture import raw_session
+from tests.test_call_paths import path  # noqa: F401  (the path fixture: both call paths)
 from tests.turn_helpers import (
     Harness,
     bound,
@@ -25,6 +28,7 @@ from tests.turn_helpers import (
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.usefixtures("path")
 async def test_a_duplicate_call_id_is_refused_and_cancel_and_end_still_work(mw: Harness) -> None:
     await mw.start(document({"k": kitchen()}))
     events = await mw.connect(["turn.progress"])

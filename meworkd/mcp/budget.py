@@ -116,6 +116,11 @@ class Outstanding:
             # A cancelled request may never be answered: forget it, so nothing piles up.
             self.answered(message.params.get("requestId"))
 
+    def expect(self, request_id: types.RequestId, budget: ReplyBudget | None) -> None:
+        """A request written by meworkd itself (:mod:`meworkd.mcp.direct`), under ``budget``."""
+        self._waiting[request_id] = budget
+        self._limit = None
+
     def answered(self, request_id: object) -> None:
         if isinstance(request_id, int | str) and request_id in self._waiting:
             del self._waiting[request_id]

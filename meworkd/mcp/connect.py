@@ -7,6 +7,7 @@ from typing import Any
 
 from anyio.abc import Process
 
+from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.http import HttpErrors, open_http
 from meworkd.mcp.stdio import open_stdio
 from meworkd.settings import ServerConfig
@@ -20,6 +21,8 @@ class Connected:
     read: Any = None
     write: Any = None
     process: Process | None = None
+    # stdio only: the tools/call requests meworkd writes and answers itself (mcp/direct.py).
+    direct: DirectCalls | None = None
     # HTTP only: what the error responses said (start-up failures, forgotten sessions).
     http: HttpErrors | None = None
     # Set when the handshake failed: a server that never started has nothing to shut down
@@ -49,6 +52,7 @@ async def open_transport(
             on_spawn=on_spawn,
             graceful=lambda: not connected.abandoned,
         ) as (connected.read, connected.write, connected.process):
+            connected.direct = connected.read.direct
             yield connected
     else:
         connected.http = HttpErrors()

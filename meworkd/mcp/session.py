@@ -22,8 +22,10 @@ from mcp_types import METHOD_NOT_FOUND
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import get_logger
+from meworkd.mcp import direct
 from meworkd.mcp.asks import ServerAsksHost, SessionCallbacks
 from meworkd.mcp.connect import Connected, open_transport
+from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
 from meworkd.mcp.model import PeerInfo
@@ -129,7 +131,7 @@ class McpSession:
         self._stopping = anyio.Event()
         self.dead = anyio.Event()
         self.closed = anyio.Event()
-        self._client: ClientSession | None = None
+        self._client: DirectClientSession | None = None
         self._connected: Connected | None = None
         # What the server may ask of its host; without a host it may ask nothing.
         self._callbacks = SessionCallbacks(host, server, conversation) if host else None
@@ -174,6 +176,7 @@ class McpSession:
                     connected.abandoned = True  # report the failure now, not after the graces
                     raise
                 self.connect_seconds = time.monotonic() - started_at
+                client.direct = self._direct_calls(connected)
                 self._client = client
                 self._set_state(SessionState.READY)
                 started = True
@@ -197,9 +200,9 @@ class McpSession:
             if self.pid is not None:
                 self._on_exit(self.pid)
 
-    def _client_session(self, connected: Connected) -> ClientSession:
+    def _client_session(self, connected: Connected) -> DirectClientSession:
         options = self._callbacks.client_options() if self._callbacks else {}
-        return ClientSession(
+        return DirectClientSession(
             _EOFWatch(connected.read, self._server_gone),
             connected.write,
             client_info=CLIENT_INFO,
@@ -207,6 +210,14 @@ class McpSession:
             log_level=cast(Any, self.config.log_level),  # how a 2026-07-28 session asks for logs
             **options,
         )
+
+    def _direct_calls(self, connected: Connected) -> direct.DirectCalls | None:
+        """The pipes' own tools/call, where it is what the SDK would do: a stdio session of a
+        handshake-era revision (a 2026-07-28 call may need input rounds and request stamps)."""
+        version = self.protocol_version
+        if not direct.PASS_THROUGH or version is None or version >= "2026":
+            return None
+        return connected.direct
 
     def _spawned(self, pid: int) -> None:
         self.pid = pid
@@ -322,6 +333,11 @@ class McpSession:
             self.last_used = time.monotonic()
             if self.in_flight == 0 and self.state is SessionState.DRAINING:
                 self._set_state(SessionState.CLOSING)
+
+    @property
+    def passes_through(self) -> bool:
+        """True when meworkd writes and answers this session's tools/call itself."""
+        return self._client is not None and self._client.direct is not None
 
     @property
     def alive(self) -> bool:

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from subprocess import PIPE
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -29,6 +30,7 @@ from meworkd.base.procgroup import (
     untrack,
 )
 from meworkd.mcp.budget import Outstanding
+from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED, CommandNotFound
 from meworkd.settings import ServerConfig
 from meworkd.settings.envfile import read_env_file
@@ -100,6 +102,7 @@ async def open_stdio(
     assert process.stdout is not None
     reader = _PipeReader(process.stdout, on_stderr)
     writer = _PipeWriter(process.stdin, reader)
+    reader.direct = DirectCalls(writer.send_line, reader.outstanding)
 
     async with anyio.create_task_group() as tg:
         assert process.stderr is not None
@@ -144,12 +147,16 @@ class _PipeReader:
     No line is held beyond the largest budget of the requests in flight (``Outstanding``): a
     tool reply past ``mcp.max_reply_bytes`` is dropped as it arrives, not first read whole, and
     the call it answers is refused at once when the line names its id.
+
+    Replies to the calls meworkd wrote itself (``direct``) and progress for them are settled
+    here and never reach the SDK; when the stream ends those calls fail as the SDK's would.
     """
 
     def __init__(self, stdout: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
         self._stdout = stdout
         self._on_stderr = on_stderr
         self.outstanding = Outstanding()
+        self.direct: DirectCalls | None = None
         self._splitter = LineSplitter(self.outstanding.line_limit())
         self._lines: deque[bytes | Oversized] = deque()
         self._ended = False
@@ -161,6 +168,7 @@ class _PipeReader:
                 if message is not None:
                     return message
             if self._ended:
+                self._close_direct()
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive(PIPE_READ_CHUNK)
@@ -177,13 +185,18 @@ class _PipeReader:
                 f"[meworkd] ignored a {line.size}-byte message on stdout "
                 f"(over the {limit}-byte limit)"
             )
-            return self.outstanding.refuse(line.head, line.tail, limit)
+            return self._to_sdk(self.outstanding.refuse(line.head, line.tail, limit))
         if not line.strip():
             return None
-        response = _plain_response(line)
+        response = _plain_parts(line)
         if response is not None:
-            self.outstanding.answered(response.id)
-            return SessionMessage(response)
+            request_id, result = response
+            self.outstanding.answered(request_id)
+            if self.direct is not None and self.direct.settle(request_id, result):
+                return None
+            return SessionMessage(
+                types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=request_id, result=result)
+            )
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
@@ -197,11 +210,35 @@ class _PipeReader:
             return None
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.outstanding.answered(message.id)
-        return SessionMessage(message)
+        return self._to_sdk(SessionMessage(message))
+
+    def _to_sdk(self, item: SessionMessage | None) -> SessionMessage | None:
+        """``item`` for the SDK, or None when it settled (or reported) a direct call."""
+        direct = self.direct
+        if item is None or direct is None:
+            return item
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse):
+            return None if direct.settle(message.id, message.result) else item
+        if isinstance(message, types.JSONRPCError):
+            return None if direct.settle(message.id, message.error) else item
+        if (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/progress"
+            and isinstance(message.params, dict)
+            and direct.progress(message.params)
+        ):
+            return None
+        return item
+
+    def _close_direct(self) -> None:
+        if self.direct is not None:
+            self.direct.close()
 
     async def end(self) -> None:
         """End the stream now (the server stopped reading): a waiting receive returns EOF."""
         self._ended = True
+        self._close_direct()
         with contextlib.suppress(anyio.BrokenResourceError, OSError):
             await self._stdout.aclose()
 
@@ -216,6 +253,7 @@ class _PipeReader:
 
     async def aclose(self) -> None:
         self._ended = True
+        self._close_direct()
 
     async def __aenter__(self) -> "_PipeReader":
         return self
@@ -225,12 +263,21 @@ class _PipeReader:
 
 
 def _plain_response(line: bytes) -> types.JSONRPCResponse | None:
-    """The line as a JSON-RPC response if it plainly is one, else None (pydantic decides).
+    """The line as a JSON-RPC response if it plainly is one, else None (pydantic decides)."""
+    parts = _plain_parts(line)
+    if parts is None:
+        return None
+    return types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=parts[0], result=parts[1])
+
+
+def _plain_parts(line: bytes) -> tuple[types.RequestId, dict[str, Any]] | None:
+    """(id, result) if the line plainly is a JSON-RPC response, else None (pydantic decides).
 
     Exactly ``jsonrpc`` "2.0", an ``id`` that is an int or a string and a ``result`` object:
     what JSONRPCResponse accepts, and no other member of the message union could. Most of what
     a server sends is that; checking it here costs a fraction of validating the union (bench
-    B1). The result itself is checked by the SDK against the negotiated revision's schema.
+    B1). The result is checked against the negotiated revision's schema later (by the SDK, or
+    for a direct call by :mod:`meworkd.mcp.tools`).
     """
     try:
         data = msgspec.json.decode(line)
@@ -243,9 +290,7 @@ def _plain_response(line: bytes) -> types.JSONRPCResponse | None:
         and type(data.get("id")) in (int, str)
         and isinstance(data.get("result"), dict)
     ):
-        return types.JSONRPCResponse.model_construct(
-            jsonrpc="2.0", id=data["id"], result=data["result"]
-        )
+        return data["id"], data["result"]
     return None
 
 
@@ -268,8 +313,14 @@ class _PipeWriter:
             raise anyio.ClosedResourceError
         self._reader.outstanding.sent(message.message)
         data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.send_line(data.encode() + b"\n")
+
+    async def send_line(self, line: bytes) -> None:
+        """Write one whole message line (the SDK's, or a direct call's)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
         try:
-            await self._stdin.send(data.encode() + b"\n")
+            await self._stdin.send(line)
         except STREAM_CLOSED:
             # The server stopped reading: end the session rather than wait for its output.
             self._closed = True

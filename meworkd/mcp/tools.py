@@ -1,13 +1,14 @@
 """Requests a turn makes: list a server's tools, call one; replies shaped into plain data.
 
-A tool call's reply is checked for the shape of a tool result and stripped of ``_meta`` in one
-walk (:func:`shape_reply`), and refused while it arrives once it passes its budget
+A tool call goes over the session's pipes directly where that is what the SDK would do
+(:mod:`meworkd.mcp.direct`: handshake-era stdio sessions), else through the SDK's
+``send_request``. Its reply is checked for the shape of a tool result and stripped of ``_meta``
+in one walk (:func:`shape_reply`), and refused while it arrives once it passes its budget
 (:mod:`meworkd.mcp.budget`); listings are bounded in bytes, items and pages and become
 :class:`~meworkd.mcp.model.ToolInfo`.
 """
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ import mcp_types as types
 from mcp import ClientSession, MCPError
 from mcp.client import ClientRequestContext
 from mcp_types import REQUEST_TIMEOUT
+from mcp_types.methods import validate_server_result
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from meworkd.mcp.budget import (
@@ -26,6 +28,7 @@ from meworkd.mcp.budget import (
     REPLY_BUDGET,
     ReplyBudget,
 )
+from meworkd.mcp.direct import DirectCalls, DirectClientSession, ProgressSink
 from meworkd.mcp.errors import InvalidListing, NotAToolResult, TalkFailed, invalid_listing
 from meworkd.mcp.model import ToolInfo
 
@@ -39,7 +42,6 @@ __all__ = [
     "strip_meta",
 ]
 
-ProgressSink = Callable[[float, float | None, str | None], None]
 MAX_INPUT_ROUNDS = 10  # rounds of a 2026-07-28 input_required result, then the call fails
 
 
@@ -222,13 +224,20 @@ async def _call(
     # Every call runs under its clock's watchdog (not the SDK's read timeout, which would keep
     # running while a person answers the server's question); cancelling it also sends
     # notifications/cancelled.
-    async def progress(progress: float, total: float | None, message: str | None) -> None:
+    def progressed(progress: float, total: float | None, message: str | None) -> None:
         clock.progressed()
         on_progress(progress, total, message)
 
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        progressed(progress, total, message)
+
+    direct = client.direct if isinstance(client, DirectClientSession) else None
     clock.start()
     with clock.scope:
-        raw = await _call_rounds(client, tool, arguments, progress)
+        if direct is not None:
+            raw = await _direct_call(client, direct, tool, arguments, progressed)
+        else:
+            raw = await _call_rounds(client, tool, arguments, progress)
     if clock.scope.cancelled_caught:
         raise MCPError(REQUEST_TIMEOUT, f"timed out after {clock.timeout:g} s")
     return shape_reply(raw)
@@ -281,6 +290,54 @@ async def _call_rounds(
     raise MCPError(
         types.INTERNAL_ERROR, f"the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
     )
+
+
+async def _direct_call(
+    client: ClientSession,
+    direct: DirectCalls,
+    tool: str,
+    arguments: dict[str, Any],
+    progressed: ProgressSink,
+) -> dict[str, Any]:
+    """tools/call on the pipes themselves (:mod:`meworkd.mcp.direct`): a handshake-era session,
+    so no input rounds; a -32042 is answered as on the SDK path. The result is checked against
+    the session's revision as the SDK checks it."""
+    url_asked = False
+    while True:
+        try:
+            raw = await direct.call_tool(tool, arguments, progressed)
+        except MCPError as exc:
+            if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
+                raise
+            url_asked = True
+            if not await _consent_to_urls(client, exc):
+                raise
+            continue
+        if not _plainly_valid(raw):
+            validate_server_result("tools/call", client.protocol_version or "2025-11-25", raw)
+        return raw
+
+
+def _plainly_valid(raw: dict[str, Any]) -> bool:
+    """True for what every revision's CallToolResult accepts: text blocks only (``_meta`` an
+    object), structuredContent an object, isError a boolean, ``_meta`` an object. Anything
+    else is left to the SDK's schema check (the common echo costs a few dict lookups)."""
+    for key, value in raw.items():
+        if key == "content":
+            if type(value) is not list or not all(map(_plain_text_block, value)):
+                return False
+        elif key in ("structuredContent", "_meta"):
+            if type(value) is not dict:
+                return False
+        elif key != "isError" or type(value) is not bool:
+            return False
+    return "content" in raw
+
+
+def _plain_text_block(block: object) -> bool:
+    if type(block) is not dict or block.get("type") != "text" or type(block.get("text")) is not str:
+        return False
+    return len(block) == 2 or (len(block) == 3 and type(block.get("_meta")) is dict)
 
 
 async def _consent_to_urls(client: ClientSession, exc: MCPError) -> bool:
