@@ -323,7 +323,7 @@ async def b1(c: AsyncClient, daemon: DaemonProc, peer: Peer | None, sz: Sizes) -
             "B1",
             f"call overhead: {total} sequential echo calls",
             median(m) / median(s),
-            1.5,
+            TARGETS["B1"][1],
             "<=",
             "x",
             f"meworkd {median(m) * 1e3:.3f} ms",
