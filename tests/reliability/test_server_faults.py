@@ -180,7 +180,8 @@ assert [f.id for f in FAULTS] == list(figures.SERVER_FAULTS), "figures.SERVER_FA
 def fault_daemon() -> Iterator[DaemonProc]:
     with daemon_dir() as root:
         d = DaemonProc(root)
-        d.write_settings({"healthy": server_entry(KITCHEN, mark=HEALTHY_MARK, timeout=10)})
+        # A generous timeout: the healthy server must never be the one that times out.
+        d.write_settings({"healthy": server_entry(KITCHEN, mark=HEALTHY_MARK, timeout=60)})
         d.start()
         with d.client() as c:
             c.call(
