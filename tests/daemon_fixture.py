@@ -275,7 +275,7 @@ def _answers(path: Path) -> bool:
             return False
 
 
-def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, bound: float = 15.0) -> None:
+def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, bound: float = 60.0) -> None:
     """Start-up only: poll until ``path`` answers daemon.status (or the process died)."""
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:

@@ -36,7 +36,7 @@ def activated(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], socket
     notify_path = short_tmp / "notify"
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(notify_path))
-    notify.settimeout(15)
+    notify.settimeout(60)  # a start-up bound, not a timing claim: a busy machine is slow
     env = {
         **os.environ,
         "XDG_CONFIG_HOME": str(short_tmp / "config"),

@@ -43,7 +43,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)
 
 
-def finish(proc: subprocess.Popen[bytes], timeout: float = 15) -> tuple[int, str]:
+def finish(proc: subprocess.Popen[bytes], timeout: float = 60) -> tuple[int, str]:
     _out, err = proc.communicate(timeout=timeout)
     return proc.returncode, err.decode()
 

@@ -101,8 +101,13 @@ def test_every_name_is_valid(server: str, tool: str) -> None:
     assert name.startswith("mcp__")
 
 
-@pytest.mark.parametrize("server", NASTY)
-@pytest.mark.parametrize("tool", NASTY)
+# Ids by position: the texts' own ids collide ("" with "-" * 80 gives 81 dashes both ways), and
+# pytest-xdist keeps one test per id, so a pair would silently not run.
+NASTY_IDS = [f"nasty{i}" for i in range(len(NASTY))]
+
+
+@pytest.mark.parametrize("server", NASTY, ids=NASTY_IDS)
+@pytest.mark.parametrize("tool", NASTY, ids=NASTY_IDS)
 def test_nasty_names_are_valid(server: str, tool: str) -> None:
     name = tool_name(server, tool)
     assert NAME_PATTERN.fullmatch(name)

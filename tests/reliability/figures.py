@@ -10,6 +10,7 @@ Measured figures (latencies, RSS, durations) move from run to run; they are writ
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -297,29 +298,36 @@ def read_block(text: str, name: str) -> str | None:
 
 
 def flush(*, write_doc: bool) -> None:
-    """Merge this session's measurements into ``.last-run.json``; maybe regenerate the doc."""
+    """Merge this session's measurements into ``.last-run.json``; maybe regenerate the doc.
+
+    Under pytest-xdist every worker flushes its own share: the merge (and the doc written from
+    it) holds a lock on the file, so no worker's figures are lost and the last doc has them all.
+    """
     import datetime
     import platform
 
-    if _measured:
-        try:
-            data = json.loads(LAST_RUN.read_text())
-        except (OSError, ValueError):
-            data = {}
-        data.update(_measured)
-        data["_run"] = {
-            "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": f"{os.cpu_count()} CPUs, {platform.python_implementation()} "
-            f"{platform.python_version()}",
-            "soak": SOAK,
-        }
-        LAST_RUN.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    if write_doc:
-        try:
-            data = json.loads(LAST_RUN.read_text())
-        except (OSError, ValueError):
-            data = {}
-        text = DOC.read_text()
-        text = replace_block(text, "fixed", render_deterministic())
-        text = replace_block(text, "measured", render_measured(data))
-        DOC.write_text(text)
+    with LAST_RUN.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _measured:
+            data = _read_last_run()
+            data.update(_measured)
+            data["_run"] = {
+                "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "host": f"{os.cpu_count()} CPUs, {platform.python_implementation()} "
+                f"{platform.python_version()}",
+                "soak": SOAK,
+            }
+            LAST_RUN.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        if write_doc:
+            text = DOC.read_text()
+            text = replace_block(text, "fixed", render_deterministic())
+            text = replace_block(text, "measured", render_measured(_read_last_run()))
+            DOC.write_text(text)
+
+
+def _read_last_run() -> dict[str, Any]:
+    try:
+        data = json.loads(LAST_RUN.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

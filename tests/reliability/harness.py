@@ -394,6 +394,11 @@ class HttpFixture:
         self.url = ""
 
     def start(self) -> str:
+        self.spawn()
+        return self.ready()
+
+    def spawn(self) -> None:
+        """Start the process without waiting: several fixtures then start side by side."""
         argv = [PY, self.script, "--port", "0", *self.args]
         if self.script == HTTP_SERVER:
             argv += ["--mode", self.mode]
@@ -404,6 +409,10 @@ class HttpFixture:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
+
+    def ready(self) -> str:
+        """Wait until the spawned server listens; return its MCP URL."""
+        assert self.proc is not None
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # blocks until READY (or EOF if it died)
         assert line.startswith(b"READY "), line

@@ -109,7 +109,9 @@ def sec() -> Iterator[Sec]:
     with daemon_dir() as root:
         d = DaemonProc(root)
         try:
-            urls = {name: f.start() for name, f in fixtures.items()}
+            for f in fixtures.values():
+                f.spawn()  # side by side: each is a Python start-up
+            urls = {name: f.ready() for name, f in fixtures.items()}
             mark = new_mark()
             headers = {"Authorization": f"Bearer {CANARY_HDR}"}
             secret_env = {"TOKEN": CANARY, "FROM_VAR": "${MW_CANARY_VAR}"}

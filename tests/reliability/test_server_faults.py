@@ -180,18 +180,19 @@ assert [f.id for f in FAULTS] == list(figures.SERVER_FAULTS), "figures.SERVER_FA
 def fault_daemon() -> Iterator[DaemonProc]:
     with daemon_dir() as root:
         d = DaemonProc(root)
-        d.write_settings({"healthy": server_entry(KITCHEN, mark=HEALTHY_MARK, timeout=10)})
-        d.start()
-        with d.client() as c:
-            c.call(
-                "conversations.create",
-                {"id": HEALTHY_CONV, "mcpServers": ["healthy"], "approvalLevel": "full_access"},
-            )
-            turn = c.call("turns.begin", {"conversationId": HEALTHY_CONV})
-            echo = bound_name(turn, "healthy", "echo")
-            c.call("turns.callTool", {"turnId": turn["turnId"], "name": echo, "arguments": {}})
-        rss0, fds0 = d.rss(), d.fds()
-        try:
+        # A generous timeout: the healthy server must never be the one that times out.
+        d.write_settings({"healthy": server_entry(KITCHEN, mark=HEALTHY_MARK, timeout=60)})
+        try:  # a failed set-up must not leave the daemon behind either
+            d.start()
+            with d.client() as c:
+                c.call(
+                    "conversations.create",
+                    {"id": HEALTHY_CONV, "mcpServers": ["healthy"], "approvalLevel": "full_access"},
+                )
+                turn = c.call("turns.begin", {"conversationId": HEALTHY_CONV})
+                echo = bound_name(turn, "healthy", "echo")
+                c.call("turns.callTool", {"turnId": turn["turnId"], "name": echo, "arguments": {}})
+            rss0, fds0 = d.rss(), d.fds()
             yield d
             # A connection the last scenario closed may not be torn down yet (bounded poll:
             # fds send no event); a leak never comes back.
