@@ -1,6 +1,7 @@
 """meworkd.core.prompts: a question is answered once (first answer wins), or ends unanswered on
 timeout, cancellation of its call or turn, or the daemon stopping; nothing is left pending."""
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -122,3 +123,16 @@ async def test_stopping_with_nothing_pending() -> None:
     broker: PromptBroker[str] = PromptBroker(EventBus(), KIND)
     broker.stop(unanswered)
     assert broker.state is BrokerState.STOPPED
+
+
+async def test_a_question_waiting_longer_than_iso_can_write_still_asks() -> None:
+    """Any positive timeout is valid in the settings; its expiresAt is capped, never a crash."""
+    bus = EventBus()
+    broker: PromptBroker[str] = PromptBroker(bus, KIND)
+    asker = Asker(broker)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(asker.ask, "a", within=1e12))
+        (question,) = await _asked(broker, 1)
+        assert question["expiresAt"] == "9999-12-31T23:59:59.000Z"
+        broker.answer(question["questionId"], "yes")
+    assert asker.answers == {"a": "yes"}
