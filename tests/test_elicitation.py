@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.daemon_helpers import MODERN_ONLY
 from tests.turn_helpers import (
     Harness,
     bound,
@@ -35,7 +36,8 @@ def asking(*args: str, **fields: Any) -> dict[str, Any]:
 
 async def _setup(mw: Harness, *servers: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
     # "m" (2026-07-28 through a relay) starts slowly: only where a test needs it.
-    entries = {"a": asking(), "m": asking("--modern")}
+    modern = {"command": sys.executable, "args": [MODERN_ONLY, "--server", str(ASKING)]}
+    entries = {"a": asking(), "m": modern}
     await mw.start(document({s: entries[s] for s in servers or ("a",)}))
     events = await mw.connect(TOPICS)
     conv = await mw.conversation(list(servers or ("a",)))

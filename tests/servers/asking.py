@@ -1,14 +1,13 @@
 """Fixture MCP server (mcp 2.3 MCPServer) whose tools ask their host for things mid-call.
 
-``python tests/servers/asking.py`` serves stdio in the handshake era; with ``--modern`` a stdlib
-relay answers ``initialize`` with -32601, so the client discovers the 2026-07-28 era and the
-``*_any_era`` tools ask through ``input_required`` rounds instead of requests.
+``python tests/servers/asking.py`` serves stdio in the handshake era; behind
+``modern_only.py --server asking.py`` (which answers ``initialize`` with -32601) the client
+discovers the 2026-07-28 era and the ``*_any_era`` tools ask through ``input_required`` rounds
+instead of requests.
 """
 
 import json
-import subprocess
 import sys
-import threading
 import uuid
 from typing import Annotated, Literal
 
@@ -24,7 +23,6 @@ from mcp.server.mcpserver import (
     Sample,
 )
 from mcp.shared.exceptions import UrlElicitationRequiredError
-from mcp_types import ErrorData
 from pydantic import BaseModel, Field
 
 mcp = MCPServer("asking", version="0.0.1")
@@ -145,37 +143,5 @@ async def show_roots(r: Annotated[types.ListRootsResult, Resolve(_roots)]) -> st
     return ", ".join(f"{x.name}={x.uri}" for x in r.roots) or "no roots"
 
 
-def _modern_relay() -> None:
-    """Run this server as a child; answer ``initialize`` with -32601 ourselves."""
-    child = subprocess.Popen(
-        [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    assert child.stdin is not None
-    assert child.stdout is not None
-    lock = threading.Lock()
-
-    def write(line: bytes) -> None:
-        with lock:
-            sys.stdout.buffer.write(line)
-            sys.stdout.buffer.flush()
-
-    threading.Thread(
-        target=lambda: [write(x) for x in iter(child.stdout.readline, b"")], daemon=True
-    ).start()
-    for line in sys.stdin.buffer:
-        msg = json.loads(line)
-        if isinstance(msg, dict) and msg.get("method") == "initialize":
-            error = ErrorData(code=-32601, message="Method not found").model_dump()
-            write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}).encode() + b"\n")
-            continue
-        child.stdin.write(line)
-        child.stdin.flush()
-    child.stdin.close()
-    child.wait()
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--modern"]:
-        _modern_relay()
-    else:
-        mcp.run()
+    mcp.run()

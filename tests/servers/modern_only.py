@@ -1,8 +1,9 @@
-"""A stdio MCP server that speaks only the 2026-07-28 era (stdlib wrapper around kitchen.py).
+"""A stdio MCP server that speaks only the 2026-07-28 era (a stdlib wrapper around a fixture).
 
-``python tests/servers/modern_only.py [kitchen options]`` runs ``kitchen.py`` as a child and
-relays every line both ways, except ``initialize`` requests: those are answered here with
-``-32601`` (method not found), as a server that only knows ``server/discover`` would.
+``python tests/servers/modern_only.py [--server SCRIPT] [its options]`` runs ``SCRIPT``
+(default ``kitchen.py``) as a child and relays every line both ways, except ``initialize``
+requests: those are answered here with ``-32601`` (method not found), as a server that only
+knows ``server/discover`` would.
 """
 
 import json
@@ -28,8 +29,11 @@ def relay(child: subprocess.Popen[bytes]) -> None:
 
 
 def main() -> None:
+    server, args = str(KITCHEN), sys.argv[1:]
+    if args[:1] == ["--server"]:
+        server, args = args[1], args[2:]
     child = subprocess.Popen(
-        [sys.executable, str(KITCHEN), *sys.argv[1:]],
+        [sys.executable, server, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
