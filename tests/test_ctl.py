@@ -125,9 +125,10 @@ def stop_daemon(daemon: Daemon) -> None:
         daemon.proc.stderr.close()
 
 
-@pytest.fixture(scope="module")
-def daemon() -> Iterator[Daemon]:
-    """One daemon for the module; each test uses its own server and conversation names."""
+@pytest.fixture(scope="module", name="daemon")
+def daemon_fixture() -> Iterator[Daemon]:
+    """One daemon per module that uses it (test_ctl_interactive imports it too); each test uses
+    its own server and conversation names."""
     with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
         running = start_daemon(Path(d))
         try:

@@ -15,11 +15,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
-
-import pytest
 
 from tests.test_ctl import (
     KITCHEN,
@@ -27,6 +24,7 @@ from tests.test_ctl import (
     RUN_TIMEOUT,
     Daemon,
     add_kitchen,
+    daemon_fixture,  # noqa: F401  (the daemon fixture: one daemon for this module)
     ok,
     ok_json,
     run_ctl,
@@ -46,16 +44,6 @@ step = steps[len(seen) - 1]
 if step is not None:
     target.write_text(step)
 """
-
-
-@pytest.fixture(scope="module")
-def daemon() -> Iterator[Daemon]:
-    with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
-        running = start_daemon(Path(d))
-        try:
-            yield running
-        finally:
-            stop_daemon(running)
 
 
 def edit(
