@@ -162,3 +162,14 @@ async def test_the_sync_client_shutdown_ends_a_read_blocked_in_another_thread(
                 client.shutdown()
         client.close()
     assert [str(e) for e in ended] == ["meworkd closed the connection"]
+
+
+async def test_a_call_after_the_connection_ended_says_so_like_a_read_does(short_tmp: Path) -> None:
+    # The thread above may be sending its subscribe when the shutdown lands: EPIPE, not EOF.
+    async with start_daemon(short_tmp, {}) as (_d, sock):
+        client = Client(sock, None)
+        client.shutdown()
+        with pytest.raises(ConnectionError) as ended:
+            await anyio.to_thread.run_sync(client.call, "daemon.status")
+        client.close()
+    assert str(ended.value) == "meworkd closed the connection"

@@ -33,6 +33,7 @@ __all__ = [
 
 
 READ_SIZE = 64 * 1024
+CLOSED = "meworkd closed the connection"
 
 
 class RpcError(Exception):
@@ -163,12 +164,16 @@ class Client:
                 yield str(params.get("topic")), params.get("data")
 
     def _send(self, message: dict[str, Any]) -> None:
-        self._sock.sendall(json.dumps(message).encode() + b"\n")
+        try:
+            self._sock.sendall(json.dumps(message).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            # The same end as a read that meets EOF, whichever of the two notices first.
+            raise ConnectionError(CLOSED) from None
 
     def _receive(self) -> dict[str, Any]:
         line = self._readline()
         if not line:
-            raise ConnectionError("meworkd closed the connection")
+            raise ConnectionError(CLOSED)
         value = json.loads(line)
         if not isinstance(value, dict):
             raise ConnectionError("unexpected reply from meworkd")
