@@ -42,6 +42,7 @@ from mework_client.ctl.settings_state import settings_lines
 
 __all__ = [
     "COMMANDS",
+    "DIALING",
     "NAME",
     "format_import",
     "format_server",
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 NAME = arg("name", metavar="NAME", help="the server's name")
+# The spinner's label (on a terminal only) for every command that dials a server and waits.
+DIALING = "connecting to {name}"
 TOOL = arg("tool", metavar="TOOL", help="the tool's original name (as the server lists it)")
 REVEAL = arg("--reveal", action="store_true", help="show secret env and header values")
 _STATUS_COLOURS = {"enabled": GREEN, "invalid": RED, "disabled": DIM}

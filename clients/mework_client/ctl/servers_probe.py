@@ -20,7 +20,7 @@ from mework_client.ctl.layout import (
     listing,
     obj,
 )
-from mework_client.ctl.servers import NAME, server_label
+from mework_client.ctl.servers import DIALING, NAME, server_label
 
 __all__ = ["COMMANDS", "format_logs", "format_test"]
 
@@ -124,12 +124,6 @@ def _test_failed(result: Any) -> str | None:
     return None if r.get("ok") else f"cannot connect to {r.get('server') or 'the server'}"
 
 
-def _run_test(cmd: Command, ctx: Ctx) -> int:
-    if ctx.err.isatty():
-        ctx.note(f"Dialing {ctx.args.name}…")
-    return call_method(cmd, ctx)
-
-
 def _print_log_line(ctx: Ctx, entry: object) -> None:
     ctx.print(dumps(entry, None) if ctx.json else _log_line(entry))
 
@@ -160,9 +154,8 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=show(format_test),
         failed=_test_failed,
-        run=_run_test,
         wait=True,
-        progress="connecting to {name}",
+        progress=DIALING,
         details="Records the server's name and version. On failure, shows the cause and the "
         "end of its stderr, and exits 1.",
     ),
@@ -175,9 +168,8 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=lambda r, _a, style: format_test(r, style, tools_only=True),
         failed=_test_failed,
-        run=_run_test,
         wait=True,
-        progress="connecting to {name}",
+        progress=DIALING,
         details="It dials the server like 'servers test' and prints only the tools table "
         "(the servers.tools method returns what the server last reported, without dialing).",
     ),

@@ -1,0 +1,186 @@
+"""meworkctl follow-ups against one real daemon: ``servers edit`` reads JSONC through meworkd
+(``servers.replace``), and every command that dials a server shows the one shared spinner on a
+terminal while stdout carries only the result.
+
+The editor is test_ctl_interactive's step-following script; the terminal is a real
+pseudo-terminal on stderr while stdout is a pipe, as in ``meworkctl servers prompts x | less``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from mework_client import Client, RpcError
+from mework_client.ctl.parser import all_commands
+from mework_client.ctl.servers import DIALING
+
+from tests.test_ctl import (
+    KITCHEN,
+    MEWORKCTL,
+    RUN_TIMEOUT,
+    Daemon,
+    add_kitchen,
+    daemon_fixture,  # noqa: F401  (the daemon fixture: one daemon for this module)
+    ok,
+    ok_json,
+)
+from tests.test_ctl_interactive import edit
+
+# --- servers edit: JSONC, read by meworkd ------------------------------------------------------
+
+
+def test_edit_takes_comments_and_trailing_commas_and_stores_no_comment(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    add_kitchen(daemon, "j1")
+    shown = ok_json(daemon, "servers", "show", "j1")["server"]
+    lines = json.dumps({**shown, "description": "commented"}, indent=2).splitlines()
+    jsonc = "\n".join(["// VS Code style", *lines[:-1]]) + ",  /* trailing comma */\n}\n"
+    done, _ = edit(daemon, tmp_path, "j1", [jsonc])
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok  saved j1\n", "")
+    assert ok_json(daemon, "servers", "show", "j1")["server"] == {
+        **shown,
+        "description": "commented",
+    }
+    assert "VS Code style" not in daemon.settings.read_text()
+
+
+def test_edit_adding_only_a_comment_changes_nothing(daemon: Daemon, tmp_path: Path) -> None:
+    add_kitchen(daemon, "j2")
+    shown = ok_json(daemon, "servers", "show", "j2")["server"]
+    done, _ = edit(daemon, tmp_path, "j2", ["// just a note\n" + json.dumps(shown, indent=4)])
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == "no changes: j2 is left as it was\n"
+
+
+def test_edit_error_points_at_the_line_in_the_reopened_file(daemon: Daemon, tmp_path: Path) -> None:
+    add_kitchen(daemon, "j3")
+    shown = ok_json(daemon, "servers", "show", "j3")["server"]
+    broken = '{\n  // mine\n  "command": "x"\n  "args": []\n}\n'  # a comma missing on line 3
+    done, seen = edit(daemon, tmp_path, "j3", [broken, json.dumps(shown)])
+    assert done.returncode == 0, done.stderr
+    assert "j3 was not saved: the entry is not valid JSON: Expecting ',' delimiter" in done.stderr
+    reopened = seen[1].splitlines()
+    assert seen[1].endswith(broken)  # the user's text, comment included, is kept
+    where = re.search(r"at line (\d+), column (\d+)", reopened[0])
+    assert where is not None, reopened[0]
+    line, column = int(where[1]), int(where[2])
+    assert line == 4 + len(reopened) - broken.count("\n")  # shifted below the error comments
+    assert reopened[line - 1][column - 1 :] == '"args": []'
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[1, 2]", "the entry must be a JSON object: {...} (invalid_params)"),
+        ('{"command": "a", "command": "b"}', "'command' appears more than once in the entry"),
+        ('{"command": "a", "env": {"K": "1", "K": "2"}}', "'env.K' appears more than once"),
+        # line 3 of the reopened file: below the two error comments
+        ('{"command": "a", /* open', "Unterminated /* comment at line 3, column 18"),
+    ],
+)
+def test_edit_refuses_what_is_not_one_entry_and_keeps_the_text(
+    daemon: Daemon, tmp_path: Path, text: str, problem: str
+) -> None:
+    if "j4" not in ok(daemon, "servers", "list"):
+        add_kitchen(daemon, "j4")
+    before = ok_json(daemon, "servers", "show", "j4")["server"]
+    done, seen = edit(daemon, tmp_path, "j4", [text, ""])
+    assert done.returncode == 0, done.stderr
+    assert problem in seen[1].splitlines()[0]
+    assert seen[1].endswith(text)
+    assert ok_json(daemon, "servers", "show", "j4")["server"] == before
+
+
+def test_replace_over_rpc_checks_its_params(daemon: Daemon) -> None:
+    add_kitchen(daemon, "j5")
+    with Client(daemon.socket, 10) as client:
+        with pytest.raises(RpcError) as missing:
+            client.call("servers.replace", {"name": "nope", "text": '{"command": "x"}'})
+        assert missing.value.kind == "server_not_found"
+        with pytest.raises(RpcError) as no_text:
+            client.call("servers.replace", {"name": "j5"})
+        assert no_text.value.kind == "invalid_params"
+        with pytest.raises(RpcError) as bad:
+            client.call("servers.replace", {"name": "j5", "text": '{"command": 1}'})
+        assert bad.value.kind == "invalid_settings"
+        result = client.call("servers.replace", {"name": "j5", "text": '{"url": "http://h/mcp",}'})
+    assert result["server"] == {"type": "streamable_http", "url": "http://h/mcp"}
+    assert result["type"] == "streamable_http"
+
+
+# --- the spinner of the commands that dial a server ---------------------------------------------
+
+DIALS = {
+    "servers.test",
+    "servers.prompts",
+    "servers.getPrompt",
+    "servers.resources",
+    "servers.readResource",
+    "servers.complete",
+}
+
+
+def test_every_command_that_dials_a_server_has_the_one_spinner() -> None:
+    dialing = [c for c in all_commands() if c.method in DIALS]
+    assert len(dialing) == 7  # servers test, tools, prompts, prompt, resources, read, complete
+    assert {c.progress for c in dialing} == {DIALING}
+
+
+SPINNER = re.compile(r"\r\x1b\[K(?:[|/\\-] connecting to \w+… \d+ s)?")
+
+
+def ctl_on_a_terminal(daemon: Daemon, *args: str) -> tuple[int, str, str]:
+    """meworkctl with stderr on a pseudo-terminal (the spinner's) and stdout a pipe."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [str(MEWORKCTL), "--socket", str(daemon.socket), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+        env=daemon.env(),
+    )
+    os.close(follower)
+    shown = b""
+    try:
+        while chunk := _read(leader):  # until meworkctl exits and the terminal closes
+            shown += chunk
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(leader)
+    return proc.returncode, out, shown.decode()
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # EIO: every writer has closed the terminal
+        return b""
+
+
+def test_only_the_result_reaches_stdout_when_stderr_is_a_terminal(daemon: Daemon) -> None:
+    add_kitchen(daemon, "s1")
+    code, out, shown = ctl_on_a_terminal(daemon, "servers", "read", "s1", "mem://hello")
+    assert (code, out) == (0, "hello from kitchen\n")
+    assert SPINNER.sub("", shown) == ""  # the terminal saw the spinner (if any) and nothing else
+
+
+def test_a_slow_server_spins_on_the_terminal_and_leaves_stdout_empty(daemon: Daemon) -> None:
+    ok(daemon, "servers", "add", "slow", "--timeout-seconds", "1", "--", *KITCHEN,
+       "--hang-initialize")  # fmt: skip
+    code, out, shown = ctl_on_a_terminal(daemon, "servers", "prompts", "slow")
+    assert (code, out) == (1, "")
+    assert "| connecting to slow… 0 s" in shown  # the spinner ran while the server hung
+    last = shown.rsplit("\r\x1b[K", 1)[-1]  # its line was cleared before the error
+    assert "meworkctl: timed out after 1 s" in last
+    assert "connecting" not in last
