@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from mework_client import Client, RpcError
+from mework_client.ctl.layout import Style, format_table
 from mework_client.ctl.parser import all_commands
 from mework_client.ctl.servers import DIALING
 
@@ -29,6 +30,7 @@ from tests.test_ctl import (
     daemon_fixture,  # noqa: F401  (the daemon fixture: one daemon for this module)
     ok,
     ok_json,
+    run_ctl,
 )
 from tests.test_ctl_interactive import edit
 
@@ -65,7 +67,8 @@ def test_edit_error_points_at_the_line_in_the_reopened_file(daemon: Daemon, tmp_
     broken = '{\n  // mine\n  "command": "x"\n  "args": []\n}\n'  # a comma missing on line 3
     done, seen = edit(daemon, tmp_path, "j3", [broken, json.dumps(shown)])
     assert done.returncode == 0, done.stderr
-    assert "j3 was not saved: the entry is not valid JSON: Expecting ',' delimiter" in done.stderr
+    reason = "the entry is not valid JSON: Expecting ',' delimiter"
+    assert f"j3 was not saved, re-opening the editor: {reason}" in done.stderr
     reopened = seen[1].splitlines()
     assert seen[1].endswith(broken)  # the user's text, comment included, is kept
     where = re.search(r"at line (\d+), column (\d+)", reopened[0])
@@ -184,3 +187,41 @@ def test_a_slow_server_spins_on_the_terminal_and_leaves_stdout_empty(daemon: Dae
     last = shown.rsplit("\r\x1b[K", 1)[-1]  # its line was cleared before the error
     assert "meworkctl: timed out after 1 s" in last
     assert "connecting" not in last
+
+
+# --- small things found running every command in a terminal ---------------------------------------
+
+
+def test_a_table_on_a_narrow_terminal_cuts_its_last_column_to_fit() -> None:
+    rows = [["echo", "Echoes back the input string"], ["x", "short"]]
+    cut = format_table(["NAME", "DESCRIPTION"], rows, Style(width=30))
+    assert cut.splitlines() == [
+        "NAME  DESCRIPTION",
+        "echo  Echoes back the input s…",
+        "x     short",
+    ]
+    assert max(len(line) for line in cut.splitlines()) == 30
+    whole = format_table(["NAME", "DESCRIPTION"], rows, Style(width=None))  # a pipe
+    assert "Echoes back the input string" in whole
+    narrow = format_table(["NAME", "DESCRIPTION"], rows, Style(width=10))
+    assert "echo  Echoes back the inp…\n" in narrow  # never narrower than MIN_LAST_COLUMN (20)
+
+
+def test_settings_set_takes_every_option_the_daemon_does(daemon: Daemon) -> None:
+    shown = ok(daemon, "settings", "set", "max_live_sessions=8", "sampling=off",
+               "question_timeout_seconds=90")  # fmt: skip
+    assert "max_live_sessions:             8" in shown
+    assert "sampling:                      no" in shown
+    done = run_ctl(daemon, "settings", "set", "sampling=maybe")
+    assert done.returncode == 2
+    assert "sampling needs true or false, got 'maybe'" in done.stderr
+
+
+def test_a_tool_flag_for_a_tool_the_server_did_not_list_warns(daemon: Daemon) -> None:
+    add_kitchen(daemon, "w1")
+    ok(daemon, "servers", "tools", "w1")  # the server reports its tools
+    done = run_ctl(daemon, "servers", "tool-disable", "w1", "ecoh")
+    assert (done.returncode, done.stdout) == (0, "ok  ecoh of w1 is disabled\n")
+    assert done.stderr.startswith("warning: w1 did not list a tool named 'ecoh'")
+    done = run_ctl(daemon, "servers", "auto-approve", "w1", "echo", "off")
+    assert (done.returncode, done.stderr) == (0, "")

@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_client.ctl.command import (
+    EXIT_OK,
     Args,
     Command,
+    Ctx,
     UsageError,
     arg,
+    call_method,
     pair,
     pick,
     plus,
@@ -168,6 +171,21 @@ def _added(result: Any, args: Args, style: Style) -> str:
     return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
 
 
+def _run_tool_flag(cmd: Command, ctx: Ctx) -> int:
+    """Sets the flag, then warns when the server's last tool list has no such tool (a typo, or
+    a tool not offered yet: the flag is kept either way, so the exit code stays 0)."""
+    status = call_method(cmd, ctx)
+    if status == EXIT_OK and not ctx.json:
+        tools = obj(ctx.call("servers.tools", {"name": ctx.args.name})).get("tools")
+        names = {t.get("name") for t in tools or [] if isinstance(t, dict)}
+        if tools is not None and ctx.args.tool not in names:
+            ctx.note(
+                f"warning: {ctx.args.name} did not list a tool named {ctx.args.tool!r} when it "
+                f"last reported its tools (see: meworkctl servers tools {ctx.args.name})"
+            )
+    return status
+
+
 def _tool_command(verb: str, enabled: bool) -> Command:
     return Command(
         f"servers tool-{verb}",
@@ -177,6 +195,7 @@ def _tool_command(verb: str, enabled: bool) -> Command:
         args=(NAME, TOOL),
         params=plus(pick(name="name", tool="tool"), enabled=enabled),
         render=say(f"{{tool}} of {{name}} is {verb}d"),
+        run=_run_tool_flag,
     )
 
 
@@ -341,5 +360,6 @@ COMMANDS: tuple[Command, ...] = (
         args=(NAME, TOOL, arg("state", choices=("on", "off"), help="off: ask the user every time")),
         params=lambda a: {"name": a.name, "tool": a.tool, "autoApprove": a.state == "on"},
         render=say("auto-approve of {tool} of {name} is {state}"),
+        run=_run_tool_flag,
     ),
 )

@@ -119,7 +119,7 @@ def _run_edit(_cmd: Command, ctx: Ctx) -> int:
                 else:
                     ctx.print(ctx.style.green("ok") + f"  saved {name}")
                 return EXIT_OK
-            ctx.note(f"{name} was not saved: {problem.splitlines()[0]} (re-opening the editor)")
+            ctx.note(f"{name} was not saved, re-opening the editor: {problem.splitlines()[0]}")
             path.write_text(_with_error(text, problem), encoding="utf-8")
 
 

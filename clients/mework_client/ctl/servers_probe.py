@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, call_method, pick, show
+from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, show
 from mework_client.ctl.layout import (
     PLAIN,
     Style,
@@ -19,6 +19,7 @@ from mework_client.ctl.layout import (
     items,
     listing,
     obj,
+    plural,
 )
 from mework_client.ctl.servers import DIALING, NAME, server_label
 
@@ -92,8 +93,8 @@ def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) 
         parts += [f"  - {_problem_text(p)}" for p in problems]
     if r.get("stderrTail"):
         name = r.get("server") or "NAME"
-        count = len(r["stderrTail"])
-        parts.append(style.dim(f"({count} lines on stderr: meworkctl servers logs {name})"))
+        lines = plural(len(r["stderrTail"]), "line")
+        parts.append(style.dim(f"({lines} on stderr: meworkctl servers logs {name})"))
     return "\n".join(parts)
 
 
@@ -130,7 +131,11 @@ def _print_log_line(ctx: Ctx, entry: object) -> None:
 
 def _run_logs(cmd: Command, ctx: Ctx) -> int:
     if not ctx.args.follow:
-        return call_method(cmd, ctx)
+        result = ctx.call("servers.logs", cmd.params(ctx.args))
+        ctx.emit(result, lambda: format_logs(result, ctx.style))
+        if not ctx.json and not obj(result).get("lines"):
+            ctx.note(f"no stderr lines from {ctx.args.name} (yet)")  # else a silent, blank run
+        return EXIT_OK
     topics = ["server.log"]
     with ctx.connect(stream=True) as client:
         # Subscribe first so that no line falls between the tail and the stream.
