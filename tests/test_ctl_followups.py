@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 from mework_client import Client, RpcError
+from mework_client.ctl import main
 from mework_client.ctl.layout import Style, format_table
 from mework_client.ctl.parser import all_commands
+from mework_client.ctl.requests import read_field
 from mework_client.ctl.servers import DIALING
 
 from tests.test_ctl import (
@@ -225,3 +227,32 @@ def test_a_tool_flag_for_a_tool_the_server_did_not_list_warns(daemon: Daemon) ->
     assert done.stderr.startswith("warning: w1 did not list a tool named 'ecoh'")
     done = run_ctl(daemon, "servers", "auto-approve", "w1", "echo", "off")
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_form_asks_a_yes_no_field_again_rather_than_guess() -> None:
+    answers = iter(["Ada", "NO"])
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str | None:
+        asked.append(prompt)
+        return next(answers)
+
+    assert read_field("notify", {"type": "boolean", "title": "Notify"}, ask) == (True, False)
+    assert asked == ["Notify (boolean): ", "  y or n (empty: the default): "]
+    assert read_field("notify", {"type": "boolean"}, lambda _p: "") == (False, None)
+
+
+def test_install_service_refuses_an_exec_that_is_not_a_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    units = tmp_path / "units"
+    plain_file = tmp_path / "meworkd.txt"
+    plain_file.write_text("not a program\n")
+    for missing in (tmp_path / "nope", plain_file):
+        assert main(["install-service", "--exec", str(missing), "--unit-dir", str(units)]) == 1
+        assert f"--exec {missing}: not an executable file; nothing was written" in (
+            capsys.readouterr().err
+        )
+    assert not units.exists()
+    assert main(["uninstall-service", "--unit-dir", str(units)]) == 0
+    assert capsys.readouterr().out == "No meworkd units were installed; nothing to do.\n"
