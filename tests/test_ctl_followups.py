@@ -256,3 +256,11 @@ def test_install_service_refuses_an_exec_that_is_not_a_program(
     assert not units.exists()
     assert main(["uninstall-service", "--unit-dir", str(units)]) == 0
     assert capsys.readouterr().out == "No meworkd units were installed; nothing to do.\n"
+
+
+def test_removing_a_server_names_the_conversations_that_selected_it(daemon: Daemon) -> None:
+    add_kitchen(daemon, "r1")
+    add_kitchen(daemon, "r2")
+    ok(daemon, "conv", "create", "--id", "c-r1", "--server", "r1")
+    assert ok(daemon, "servers", "rm", "r1") == "ok  removed r1 (no longer selected by c-r1)\n"
+    assert ok(daemon, "servers", "rm", "r2") == "ok  removed r2\n"

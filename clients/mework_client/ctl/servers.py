@@ -171,6 +171,15 @@ def _added(result: Any, args: Args, style: Style) -> str:
     return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
 
 
+def _removed(result: Any, args: Args, style: Style) -> str:
+    """The conversations that used it say so: their selection changed without being asked."""
+    line = style.green("ok") + f"  removed {args.name}"
+    touched = obj(result).get("conversationsUpdated") or []
+    if touched:
+        line += f" (no longer selected by {', '.join(map(str, touched))})"
+    return line
+
+
 def _run_tool_flag(cmd: Command, ctx: Ctx) -> int:
     """Sets the flag, then warns when the server's last tool list has no such tool (a typo, or
     a tool not offered yet: the flag is kept either way, so the exit code stays 0)."""
@@ -296,7 +305,7 @@ COMMANDS: tuple[Command, ...] = (
         method="servers.remove",
         args=(NAME,),
         params=pick(name="name"),
-        render=say("removed {name}"),
+        render=_removed,
     ),
     Command(
         "servers rename",
