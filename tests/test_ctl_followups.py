@@ -264,3 +264,13 @@ def test_removing_a_server_names_the_conversations_that_selected_it(daemon: Daem
     ok(daemon, "conv", "create", "--id", "c-r1", "--server", "r1")
     assert ok(daemon, "servers", "rm", "r1") == "ok  removed r1 (no longer selected by c-r1)\n"
     assert ok(daemon, "servers", "rm", "r2") == "ok  removed r2\n"
+
+
+def test_a_preset_naming_an_unregistered_server_warns(daemon: Daemon) -> None:
+    add_kitchen(daemon, "p1")
+    done = run_ctl(daemon, "presets", "set", "pre-x", "--server", "p1", "--server", "nope")
+    assert (done.returncode, done.stdout) == (0, "ok  preset pre-x saved\n")
+    assert done.stderr == "warning: no server named nope is registered (yet)\n"
+    refused = run_ctl(daemon, "conv", "create", "--id", "c-pre-x", "--preset", "pre-x")
+    assert refused.returncode == 1  # why the warning matters
+    assert refused.stderr == "meworkctl: no MCP server named 'nope' (server_not_found)\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mework_client.ctl.command import Args, Command, arg, pick, say, show
+from mework_client.ctl.command import EXIT_OK, Args, Command, Ctx, arg, call_method, pick, say, show
 from mework_client.ctl.layout import PLAIN, Style, format_table, items
 from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
@@ -26,6 +26,18 @@ def _preset_params(args: Args) -> dict[str, Any]:
     if args.level:
         preset["approvalLevel"] = args.level
     return {"name": args.name, "preset": preset}
+
+
+def _run_set(cmd: Command, ctx: Ctx) -> int:
+    """Saves the preset, then warns about servers not registered (yet): meworkd keeps them, but
+    a conversation created from the preset is refused until they are."""
+    status = call_method(cmd, ctx)
+    if status == EXIT_OK and not ctx.json and ctx.args.servers:
+        known = {s.get("name") for s in items(ctx.call("servers.list"), "servers")}
+        unknown = [name for name in ctx.args.servers if name not in known]
+        if unknown:
+            ctx.note(f"warning: no server named {', '.join(unknown)} is registered (yet)")
+    return status
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -54,6 +66,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         params=_preset_params,
         render=say("preset {name} saved"),
+        run=_run_set,
     ),
     Command(
         "presets rm",
