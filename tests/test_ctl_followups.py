@@ -129,13 +129,20 @@ DIALS = {
     "servers.resources",
     "servers.readResource",
     "servers.complete",
+    "servers.login",
 }
 
 
 def test_every_command_that_dials_a_server_has_the_one_spinner() -> None:
     dialing = [c for c in all_commands() if c.method in DIALS]
-    assert len(dialing) == 7  # servers test, tools, prompts, prompt, resources, read, complete
+    # servers test, tools, prompts, prompt, resources, read, complete, login
+    assert len(dialing) == 8
     assert {c.progress for c in dialing} == {DIALING}
+    assert {c.path: c.progress for c in all_commands() if c.progress} == {
+        **{c.path: DIALING for c in dialing},
+        "servers logout": "logging out of {name}",
+        "turn begin": "connecting the servers of {conversation}",
+    }
 
 
 SPINNER = re.compile(r"\r\x1b\[K(?:[|/\\-] connecting to \w+… \d+ s)?")
