@@ -192,7 +192,7 @@ def test_a_slow_server_spins_on_the_terminal_and_leaves_stdout_empty(daemon: Dae
        "--hang-initialize")  # fmt: skip
     code, out, shown = ctl_on_a_terminal(daemon, "servers", "prompts", "slow")
     assert (code, out) == (1, "")
-    assert "| connecting to slow… 0 s" in shown  # the spinner ran while the server hung
+    assert re.search(r"connecting to slow… \d+ s", shown)  # the spinner ran while it hung
     last = shown.rsplit("\r\x1b[K", 1)[-1]  # its line was cleared before the error
     assert "meworkctl: timed out after 1 s" in last
     assert "connecting" not in last
