@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -281,3 +282,41 @@ def test_a_preset_naming_an_unregistered_server_warns(daemon: Daemon) -> None:
     refused = run_ctl(daemon, "conv", "create", "--id", "c-pre-x", "--preset", "pre-x")
     assert refused.returncode == 1  # why the warning matters
     assert refused.stderr == "meworkctl: no MCP server named 'nope' (server_not_found)\n"
+
+
+BASH_COMPLETE = """
+source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _meworkctl
+printf '%s\\n' "${COMPREPLY[@]}"
+"""
+
+
+def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> None:
+    add_kitchen(daemon, "comp-a")
+    ok(daemon, "conv", "create", "--id", "comp-conv", "--server", "comp-a")
+    ok(daemon, "presets", "set", "comp-pre", "--server", "comp-a")
+    env = daemon.env() | {"PATH": f"{MEWORKCTL.parent}:{os.environ['PATH']}"}
+    bash = tmp_path / "meworkctl.bash"
+    bash.write_text(ok(daemon, "completion", "bash"))
+
+    def offered(*words: str) -> list[str]:
+        done = subprocess.run(
+            ["bash", "-c", BASH_COMPLETE, "complete", str(bash), "meworkctl", *words],
+            capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT, check=True,
+        )  # fmt: skip
+        return done.stdout.split()
+
+    assert offered("servers", "test", "comp") == ["comp-a"]
+    assert offered("conv", "show", "comp") == ["comp-conv"]
+    assert offered("conv", "create", "--preset", "comp") == ["comp-pre"]
+    assert offered("turn", "begin", "comp") == ["comp-conv"]
+    assert offered("servers", "add", "comp") == []  # a new name: nothing to offer
+    fish = shutil.which("fish")
+    if fish is not None:
+        script = tmp_path / "meworkctl.fish"
+        script.write_text(ok(daemon, "completion", "fish"))
+        done = subprocess.run(
+            [fish, "-c", f"source {script}; complete -C'meworkctl servers rm comp'"],
+            capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT, check=True,
+        )  # fmt: skip
+        assert done.stdout.split() == ["comp-a"]

@@ -10,7 +10,7 @@ from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
 __all__ = ["COMMANDS", "format_presets"]
 
-PRESET = arg("name", metavar="NAME", help="the preset's name")
+PRESET = arg("name", metavar="NAME", help="the preset's name", complete="presets")
 
 
 def format_presets(result: Any, style: Style = PLAIN) -> str:
@@ -61,6 +61,7 @@ COMMANDS: tuple[Command, ...] = (
                 action="append",
                 metavar="NAME",
                 help="a server it selects (repeatable)",
+                complete="servers",
             ),
             arg("--level", help=LEVEL_HELP, **LEVEL_CHOICES),
         ),

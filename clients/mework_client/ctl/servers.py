@@ -53,7 +53,8 @@ __all__ = [
     "server_label",
 ]
 
-NAME = arg("name", metavar="NAME", help="the server's name")
+NAME = arg("name", metavar="NAME", help="the server's name", complete="servers")
+NEW_NAME = arg("name", metavar="NAME", help="the new server's name")
 # The spinner's label (on a terminal only) for every command that dials a server and waits.
 DIALING = "connecting to {name}"
 TOOL = arg("tool", metavar="TOOL", help="the tool's original name (as the server lists it)")
@@ -221,7 +222,7 @@ def _enable_command(verb: str, enabled: bool) -> Command:
 
 
 _ADD_ARGS = (
-    NAME,
+    NEW_NAME,
     arg(
         "command",
         nargs="*",

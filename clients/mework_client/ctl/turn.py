@@ -131,7 +131,9 @@ COMMANDS: tuple[Command, ...] = (
         "meworkctl turn begin chat-1",
         method="turns.begin",
         args=(
-            arg("conversation", metavar="CONV", help="the conversation id"),
+            arg(
+                "conversation", metavar="CONV", help="the conversation id", complete="conversations"
+            ),
             arg("--parent", metavar="TURN", help="a subagent's turn: inherit this turn's tools"),
         ),
         params=pick(conversationId="conversation", parentTurnId="parent"),
