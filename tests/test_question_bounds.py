@@ -1,0 +1,89 @@
+"""A server's questions to a person (issue 17 follow-ups): at most eight of one session wait at
+once, the rest are refused to the server while other sessions ask on; and every outcome is on
+the audit record, who decided it but never what a form held. One daemon for the module."""
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.turn_helpers import (
+    Harness,
+    bound,
+    document,
+    mw_fixture,  # noqa: F401  (the mw fixture)
+    start_call,
+    text_of,
+    wait_event,
+)
+
+pytestmark = pytest.mark.anyio
+
+FLOODING = Path(__file__).resolve().parent / "servers" / "flooding.py"
+SECRET = "hunter2-f00dface"
+CAP = 8  # meworkd.mcp.asks.MAX_PENDING_QUESTIONS, as the wire shows it
+
+
+async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audited(
+    mw: Harness,
+) -> None:
+    await mw.start(document({"flood": {"command": sys.executable, "args": [str(FLOODING)]}}))
+    events = await mw.connect(["elicitation.requested"])
+    flooder, other = await mw.conversation(["flood"]), await mw.conversation(["flood"])
+    turn, other_turn = await mw.begin(flooder), await mw.begin(other)
+    name = bound(turn, "flood")["flood"]
+
+    async with anyio.create_task_group() as tg:
+        flood = start_call(
+            tg,
+            mw.c,
+            "turns.callTool",
+            {"turnId": turn["turnId"], "name": name, "arguments": {"n": 12}},
+        )
+        asked = [await wait_event(events, "elicitation.requested") for _ in range(CAP)]
+        assert {q["conversationId"] for q in asked} == {flooder}
+        # The flooder's session is at its cap; another session of the same server asks on.
+        single = start_call(
+            tg,
+            mw.c,
+            "turns.callTool",
+            {"turnId": other_turn["turnId"], "name": name, "arguments": {"n": 1}},
+        )
+        theirs = await wait_event(events, "elicitation.requested")
+        assert theirs["conversationId"] == other
+        await mw.call(
+            "elicitations.respond",
+            {
+                "elicitationId": theirs["elicitationId"],
+                "action": "accept",
+                "content": {"token": SECRET},
+            },
+        )
+        assert json.loads(text_of(await single.wait())) == {"answered": ["accept"], "refused": []}
+        for i, question in enumerate(asked):
+            action = "accept" if i % 2 else "decline"
+            params = {"elicitationId": question["elicitationId"], "action": action}
+            await mw.call("elicitations.respond", params | ({"content": {}} if i % 2 else {}))
+        flooded = json.loads(text_of(await flood.wait()))
+
+    assert flooded["answered"] == ["accept"] * 4 + ["decline"] * 4
+    assert len(flooded["refused"]) == 12 - CAP
+    assert all(r.startswith("-32600: too many questions pending") for r in flooded["refused"])
+    assert (await mw.call("daemon.status"))["sessions"] == 2  # both sessions live on
+
+    entries = (await mw.call("audit.list", {"limit": 50}))["entries"]
+    questions = [e for e in entries if e["name"] == "elicitation/create"]
+    assert SECRET not in json.dumps(entries)
+    assert len(questions) == CAP + 1  # the refused ones asked nobody: the log has them
+    mine = [e for e in questions if e["conversationId"] == flooder]
+    assert sorted(e["decision"] for e in mine) == ["accept"] * 4 + ["decline"] * 4
+    (theirs_entry,) = [e for e in questions if e["conversationId"] == other]
+    assert theirs_entry["turnId"] == other_turn["turnId"]
+    assert theirs_entry["callId"]  # the call that asked
+    assert (theirs_entry["server"], theirs_entry["tool"]) == ("flood", "")
+    assert (theirs_entry["decision"], theirs_entry["decidedBy"]) == ("accept", "user")
+    assert theirs_entry["reason"] == "accepted by the user"
+    assert len(theirs_entry["argumentsDigest"]) == 16
+    assert theirs_entry["durationMs"] >= 0
