@@ -8,6 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mework_client.ctl.approvals import format_audit
+from mework_protocol.audit import is_question
 
 from tests.turn_helpers import (
     Harness,
@@ -76,6 +78,10 @@ async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audit
     entries = (await mw.call("audit.list", {"limit": 50}))["entries"]
     questions = [e for e in entries if e["name"] == "elicitation/create"]
     assert SECRET not in json.dumps(entries)
+    # Frontends tell them from the calls (the UI's tool cards skip them; meworkctl shows them).
+    assert [e for e in entries if is_question(e)] == questions
+    assert [e["decision"] for e in entries if not is_question(e)] == ["allow", "allow"]
+    assert "elicitation/create" in format_audit({"entries": questions})
     assert len(questions) == CAP + 1  # the refused ones asked nobody: the log has them
     mine = [e for e in questions if e["conversationId"] == flooder]
     assert sorted(e["decision"] for e in mine) == ["accept"] * 4 + ["decline"] * 4

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mework_protocol.audit import ELICITATION_METHOD, SAMPLING_METHOD
+
 from meworkd.base.errors import InvalidParams, NotFound
 from meworkd.base.events import EventBus
 from meworkd.core.audit import AuditEntry, question_entry
@@ -30,8 +32,6 @@ __all__ = ["ElicitationNotFound", "SamplingRequestNotFound", "ServerAsks"]
 INVALID_PARAMS = -32602
 SAMPLING_REFUSED = -1  # the spec's code for a sampling request the host refuses
 MAX_MESSAGE = 4000  # characters of a server's message shown to a person
-ELICIT_METHOD = "elicitation/create"  # the audit entry's name for each kind of question
-SAMPLE_METHOD = "sampling/createMessage"
 
 
 class ElicitationNotFound(NotFound):
@@ -201,7 +201,7 @@ class ServerAsks:
         started = time.monotonic()
         found = self.inflight.find(origin.conversation, origin.server, origin.call)
         answer = await self._elicited(origin, found, request)
-        self._record(origin, found, ELICIT_METHOD, request, answer, started)
+        self._record(origin, found, ELICITATION_METHOD, request, answer, started)
         return {k: v for k, v in answer.items() if k in ("action", "content", "error")}
 
     async def _elicited(
@@ -252,7 +252,7 @@ class ServerAsks:
         started = time.monotonic()
         found = self.inflight.find(origin.conversation, origin.server, origin.call)
         answer = await self._sampled(origin, found, request)
-        self._record(origin, found, SAMPLE_METHOD, request, answer, started)
+        self._record(origin, found, SAMPLING_METHOD, request, answer, started)
         return {k: v for k, v in answer.items() if k != "by"}
 
     async def _sampled(
