@@ -5,6 +5,7 @@ the audit record, who decided it but never what a form held. One daemon for the 
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -32,9 +33,17 @@ async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audit
     mw: Harness,
 ) -> None:
     await mw.start(document({"flood": {"command": sys.executable, "args": [str(FLOODING)]}}))
-    events = await mw.connect(["elicitation.requested"])
+    events = await mw.connect(["elicitation.requested", "elicitation.resolved"])
     flooder, other = await mw.conversation(["flood"]), await mw.conversation(["flood"])
-    turn, other_turn = await mw.begin(flooder), await mw.begin(other)
+    turns: dict[str, dict[str, Any]] = {}
+
+    async def begin(conversation: str) -> None:
+        turns[conversation] = await mw.begin(conversation)
+
+    async with anyio.create_task_group() as tg:  # the two sessions start side by side
+        tg.start_soon(begin, flooder)
+        tg.start_soon(begin, other)
+    turn, other_turn = turns[flooder], turns[other]
     name = bound(turn, "flood")["flood"]
 
     async with anyio.create_task_group() as tg:
@@ -93,3 +102,21 @@ async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audit
     assert theirs_entry["reason"] == "accepted by the user"
     assert len(theirs_entry["argumentsDigest"]) == 16
     assert theirs_entry["durationMs"] >= 0
+
+    # Who ended it: a question whose call was cancelled, and one nobody was watching for.
+    single_call = {"turnId": other_turn["turnId"], "name": name, "arguments": {"n": 1}}
+    async with anyio.create_task_group() as tg:
+        cancelled = start_call(tg, mw.c, "turns.callTool", single_call)
+        await wait_event(events, "elicitation.requested")
+        await mw.call("turns.cancel", {"turnId": other_turn["turnId"]})
+        await wait_event(events, "elicitation.resolved")  # recorded as it is resolved
+        assert (await cancelled.wait())["isError"] is True
+    await events.subscribe(["server.status"])  # no frontend watches questions any more
+    unwatched = await mw.call("turns.callTool", single_call)
+    assert json.loads(text_of(unwatched))["answered"] == ["cancel"]
+    entries = (await mw.call("audit.list", {"limit": 50}))["entries"]
+    ended = [(e["decision"], e["decidedBy"], e["reason"]) for e in entries if is_question(e)]
+    assert ended[-2:] == [
+        ("cancel", "cancelled", "the call was cancelled"),
+        ("cancel", "policy", "no frontend was watching"),
+    ]
