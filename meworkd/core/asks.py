@@ -92,6 +92,8 @@ _BY = {
     Unanswered.STOPPED: "shutdown",
 }
 NOBODY_WATCHING = "no frontend was watching"
+# A question whose asking was itself cancelled (its session closed): on record all the same.
+SESSION_ENDED = {"reason": "the session ended while it waited", "by": "cancelled"}
 Found = tuple[CallSlot | None, list[CallSlot]]  # the call that asks, or the calls that may
 
 
@@ -200,8 +202,11 @@ class ServerAsks:
     async def elicit(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         found = self.inflight.find(origin.conversation, origin.server, origin.call)
-        answer = await self._elicited(origin, found, request)
-        self._record(origin, found, ELICITATION_METHOD, request, answer, started)
+        answer = {"action": "cancel", **SESSION_ENDED}
+        try:
+            answer = await self._elicited(origin, found, request)
+        finally:
+            self._record(origin, found, ELICITATION_METHOD, request, answer, started)
         return {k: v for k, v in answer.items() if k in ("action", "content", "error")}
 
     async def _elicited(
@@ -251,8 +256,11 @@ class ServerAsks:
     async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         found = self.inflight.find(origin.conversation, origin.server, origin.call)
-        answer = await self._sampled(origin, found, request)
-        self._record(origin, found, SAMPLING_METHOD, request, answer, started)
+        answer = _refusal(SESSION_ENDED["reason"], SESSION_ENDED["by"])
+        try:
+            answer = await self._sampled(origin, found, request)
+        finally:
+            self._record(origin, found, SAMPLING_METHOD, request, answer, started)
         return {k: v for k, v in answer.items() if k != "by"}
 
     async def _sampled(
