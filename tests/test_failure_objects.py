@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mework_client.ctl.servers_probe import format_test
+from mework_client.ctl.turn import format_turn
 from mework_protocol.failures import failure, failure_error, failure_kind
 
 from tests.turn_helpers import Harness, document, mw_fixture, wait_event  # noqa: F401
@@ -30,6 +32,14 @@ def test_the_readers_prefer_the_new_names_and_read_older_daemons_too() -> None:
     assert (failure_kind({}), failure_error({})) == (None, None)
     # A turn failure's reason is a sentence, never mistaken for a kind.
     assert failure_kind({"server": "s", "reason": "a sentence"}) is None
+
+
+def test_meworkctl_prints_the_kind_and_the_sentence() -> None:
+    turn = {"turnId": "t", "tools": [], "bindings": {}, "failures": []}
+    turn["failures"] = [failure("timeout", "timed out after 1 s", server="docs")]
+    assert format_turn(turn).splitlines()[-1] == "docs: timed out after 1 s [timeout]"
+    tested = failure("exited", "it exited with code 3", ok=False, server="fs", stderrTail=[])
+    assert format_test(tested).splitlines() == ["fs: it exited with code 3 [exited]"]
 
 
 def _keys(obj: dict[str, Any]) -> set[str]:
