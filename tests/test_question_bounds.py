@@ -25,6 +25,8 @@ from tests.turn_helpers import (
 pytestmark = pytest.mark.anyio
 
 FLOODING = Path(__file__).resolve().parent / "servers" / "flooding.py"
+ASKING = FLOODING.parent / "asking.py"
+MODEL_SAID = "the-model-said-this-7c1d"
 SECRET = "hunter2-f00dface"
 CAP = 8  # meworkd.mcp.asks.MAX_PENDING_QUESTIONS, as the wire shows it
 
@@ -32,9 +34,14 @@ CAP = 8  # meworkd.mcp.asks.MAX_PENDING_QUESTIONS, as the wire shows it
 async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audited(
     mw: Harness,
 ) -> None:
-    await mw.start(document({"flood": {"command": sys.executable, "args": [str(FLOODING)]}}))
-    events = await mw.connect(["elicitation.requested", "elicitation.resolved"])
-    flooder, other = await mw.conversation(["flood"]), await mw.conversation(["flood"])
+    servers = {
+        "flood": {"command": sys.executable, "args": [str(FLOODING)]},
+        "ask": {"command": sys.executable, "args": [str(ASKING)]},
+    }
+    await mw.start(document(servers, mcp={"sampling": True}))
+    topics = ["elicitation.requested", "elicitation.resolved", "sampling.requested"]
+    events = await mw.connect(topics)
+    flooder, other = await mw.conversation(["flood"]), await mw.conversation(["flood", "ask"])
     turns: dict[str, dict[str, Any]] = {}
 
     async def begin(conversation: str) -> None:
@@ -82,7 +89,7 @@ async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audit
     assert flooded["answered"] == ["accept"] * 4 + ["decline"] * 4
     assert len(flooded["refused"]) == 12 - CAP
     assert all(r.startswith("-32600: too many questions pending") for r in flooded["refused"])
-    assert (await mw.call("daemon.status"))["sessions"] == 2  # both sessions live on
+    assert (await mw.call("daemon.status"))["sessions"] == 3  # the flooder's lives on
 
     entries = (await mw.call("audit.list", {"limit": 50}))["entries"]
     questions = [e for e in entries if e["name"] == "elicitation/create"]
@@ -102,6 +109,29 @@ async def test_a_flooding_session_is_capped_others_ask_on_and_outcomes_are_audit
     assert theirs_entry["reason"] == "accepted by the user"
     assert len(theirs_entry["argumentsDigest"]) == 16
     assert theirs_entry["durationMs"] >= 0
+
+    # A sampling request: answered by the user, the model's words not on record.
+    async with anyio.create_task_group() as tg:
+        summarize = {
+            "turnId": other_turn["turnId"],
+            "name": bound(other_turn, "ask")["summarize"],
+            "arguments": {"topic": "tea"},
+        }
+        sampled = start_call(tg, mw.c, "turns.callTool", summarize)
+        request = await wait_event(events, "sampling.requested")
+        content = {"type": "text", "text": MODEL_SAID}
+        result = {"role": "assistant", "model": "m1", "content": content}
+        await mw.call("sampling.respond", {"requestId": request["requestId"], "result": result})
+        assert MODEL_SAID in text_of(await sampled.wait())
+    entries = (await mw.call("audit.list", {"limit": 50}))["entries"]
+    assert MODEL_SAID not in json.dumps(entries)
+    (sampling,) = [e for e in entries if e["name"] == "sampling/createMessage"]
+    assert (sampling["server"], sampling["decision"], sampling["decidedBy"]) == (
+        "ask",
+        "answered",
+        "user",
+    )
+    assert sampling["turnId"] == other_turn["turnId"]
 
     # Who ended it: a question whose call was cancelled, and one nobody was watching for.
     single_call = {"turnId": other_turn["turnId"], "name": name, "arguments": {"n": 1}}
