@@ -5,6 +5,8 @@ adds the server's current token, refreshes once on a 401 through the shared
 :class:`~.server.ServerAuth` (single-flight there), and never starts a login or raises inside
 the transport. A 401 it cannot cure passes through: the request fails and the server's state
 becomes ``required``. A 403 ``insufficient_scope`` notes the scope a step-up login must ask for.
+While the authorization server is failing (a refresh gave up, :class:`~.server.RefreshUnavailable`)
+the stored token goes as it is: the server's 401 fails this request and changes nothing else.
 """
 
 from collections.abc import AsyncGenerator
@@ -13,7 +15,7 @@ import httpx2
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 
 from meworkd.base.errors import ServerUnavailable
-from meworkd.mcp.auth.server import ServerAuth
+from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
 
 __all__ = ["BearerAuth"]
 
@@ -27,6 +29,11 @@ class BearerAuth(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         try:
             token = await self.server.token()
+        except RefreshUnavailable:
+            # Not a logout: no login is started, and no second refresh on the 401.
+            request.headers["Authorization"] = f"Bearer {self.server.current()}"
+            yield request
+            return
         except (ServerUnavailable, httpx2.HTTPError):
             # No login (yet): the request goes as is. A server that needs none answers it; one
             # that does answers 401 (``required``), which fails this request, never a browser.

@@ -41,6 +41,7 @@ class _Login:
         self.url_known = anyio.Event()
         self.done = anyio.Event()
         self.error: LoginFailed | None = None
+        self.scope = anyio.CancelScope()  # cancelled when its server is removed
 
 
 def uses_oauth(config: ServerConfig) -> bool:
@@ -155,6 +156,7 @@ class AuthRegistry:
                 await auth.machine()  # no person: a fresh token each time it is asked for
             return {"state": "authorized"}
         if auth.step_up_scope is None:
+            auth.retry_not_before = 0.0  # asked by a person: try the AS now, not after a pause
             try:
                 with anyio.fail_after(REFRESH_TIMEOUT):
                     await auth.token()
@@ -190,7 +192,8 @@ class AuthRegistry:
             running.url_known.set()  # auth is "pending" with the URL: the event went out
 
         try:
-            await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
+            with running.scope:
+                await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
         except LoginFailed as exc:
             running.error = exc
         finally:

@@ -11,7 +11,13 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 * refreshes single-flight under one lock, a little before expiry, or once on a 401;
 * on ``invalid_grant`` drops the tokens once and moves to ``required`` (no loop, no browser);
   on ``invalid_client`` also drops the registration, so the next login registers again;
-* revokes (RFC 7009) on logout where the AS advertises it.
+* retries a refresh that met a network error or a 5xx/429 after a short backoff, then gives up
+  for a while (:data:`REFRESH_COOLDOWN`) keeping the tokens: an outage of the AS is not a
+  logout, and the sessions are not made to hammer it;
+* never presents a client secret past its ``client_secret_expires_at`` (RFC 7591): the
+  registration is dropped and the next login registers again;
+* revokes (RFC 7009) on logout where the AS advertises it, and on :meth:`ServerAuth.forget`
+  (``servers.remove``) deletes the file too.
 """
 
 import base64
@@ -27,11 +33,27 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from meworkd.base.errors import ServerUnavailable
 from meworkd.mcp.auth.store import AuthFile
 
-__all__ = ["AUTH_STATES", "AuthStatus", "LoginRequired", "ServerAuth"]
+__all__ = [
+    "AUTH_STATES",
+    "AuthStatus",
+    "LoginRequired",
+    "RefreshUnavailable",
+    "ServerAuth",
+    "registration_expired",
+]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
 REFRESH_LEEWAY_MAX = 60.0  # seconds before expiry a token is refreshed (clock skew, latency)
+# Waits between the attempts of one refresh that met a network error or a 5xx/429: four
+# attempts over about 7 s, inside the caller's own timeout (a turn's, a call's).
+REFRESH_RETRY_DELAYS = (1.0, 2.0, 4.0)
+# After a refresh gave up: no new attempt for this long; sessions use the token they have.
+REFRESH_COOLDOWN = 30.0
+# A registration whose secret expires within this many seconds is not used for a refresh.
+REGISTRATION_LEEWAY = 30.0
+REVOKE_TIMEOUT = 5.0  # seconds for the best-effort revocations of a logout or a removal
 _DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
+_TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")  # RFC 6749 codes worth a retry
 
 AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
 
@@ -40,6 +62,21 @@ class LoginRequired(ServerUnavailable):
     """The server needs a login (no tokens, or the refresh token was refused)."""
 
     kind = "auth_required"
+
+
+class RefreshUnavailable(ServerUnavailable):
+    """A refresh could not reach a working authorization server: the login is kept."""
+
+    kind = "auth_unavailable"
+
+
+def registration_expired(client: dict[str, Any], within: float = 0.0) -> bool:
+    """Whether a stored registration's secret expires within ``within`` seconds (RFC 7591:
+    ``client_secret_expires_at`` 0 or absent means never; a client without a secret has none)."""
+    expires_at = client.get("client_secret_expires_at")
+    if not client.get("client_secret") or not expires_at:
+        return False
+    return float(expires_at) <= time.time() + within
 
 
 class ServerAuth:
@@ -68,6 +105,11 @@ class ServerAuth:
         self.machine: Callable[[], Awaitable[None]] | None = None
         # Starts a login (or joins the running one) for a session; set when it can.
         self.request_login: Callable[[], anyio.Event] | None = None
+        self.retry_delays = REFRESH_RETRY_DELAYS
+        self.retry_cooldown = REFRESH_COOLDOWN
+        # time.monotonic() before which no refresh is tried (after one gave up on the AS).
+        self.retry_not_before = 0.0
+        self.forgotten = False  # servers.remove deleted it: nothing is written any more
 
     # -- status -----------------------------------------------------------------------------
     def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
@@ -92,7 +134,8 @@ class ServerAuth:
 
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> None:
-        self.file.save(self.state)
+        if not self.forgotten:
+            self.file.save(self.state)
 
     def store_tokens(self, token: OAuthToken) -> None:
         old = self.state.get("tokens") or {}
@@ -142,7 +185,8 @@ class ServerAuth:
         """A usable access token; one refresh at most for all concurrent callers.
 
         ``rejected``: the token a server just answered 401 to; refreshed unless someone else
-        already replaced it. Raises :class:`LoginRequired` when only a login can help.
+        already replaced it. Raises :class:`LoginRequired` when only a login can help, and
+        :class:`RefreshUnavailable` when the AS is failing and the stored token has expired.
         """
         async with self.lock:
             tokens = self.state.get("tokens")
@@ -155,7 +199,13 @@ class ServerAuth:
                 return fresh
             if rejected is not None and tokens["access_token"] != rejected:
                 return str(tokens["access_token"])  # refreshed while this caller waited
-            await self._refresh()
+            try:
+                await self._refresh()
+            except RefreshUnavailable:
+                expires_at = tokens.get("expires_at")
+                if rejected is None and expires_at is not None and expires_at > time.time():
+                    return str(tokens["access_token"])  # early refresh failed: still valid
+                raise
             return str(self.state["tokens"]["access_token"])
 
     async def _refresh(self) -> None:
@@ -166,13 +216,16 @@ class ServerAuth:
         if not tokens.get("refresh_token") or not endpoints.get("token_endpoint"):
             # Never a guessed endpoint (G4): without the discovered one only a login helps.
             raise self._drop("no refresh token")
+        if registration_expired(self.state.get("client") or {}, REGISTRATION_LEEWAY):
+            # Its refresh token is bound to that client: only a login with a new one helps.
+            self.state.pop("client", None)
+            raise self._drop("the client registration expired; log in again to register anew")
+        if time.monotonic() < self.retry_not_before:
+            raise RefreshUnavailable(self.error or "the authorization server is failing")
         data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
         if endpoints.get("resource"):
             data["resource"] = endpoints["resource"]
-        self.refreshes += 1
-        response = await self.http.post(
-            endpoints["token_endpoint"], data=data, headers=self.client_auth(data)
-        )
+        response = await self._post_with_backoff(endpoints["token_endpoint"], data)
         if response.status_code == 200:
             self.store_tokens(OAuthToken.model_validate_json(response.content))
             self.set_phase("authorized")
@@ -183,6 +236,29 @@ class ServerAuth:
                 self.state.pop("client", None)  # the AS forgot us: the next login registers
             raise self._drop(f"the authorization server refused the refresh ({error})")
         raise LoginRequired(f"refreshing the token failed (HTTP {response.status_code})")
+
+    async def _post_with_backoff(self, url: str, data: dict[str, str]) -> httpx2.Response:
+        """POST a refresh; a network error or a 5xx/429 is tried again after each of
+        ``retry_delays``, then given up until ``retry_cooldown`` has passed (the tokens stay)."""
+        headers = self.client_auth(data)
+        why = "no answer"
+        for delay in (*self.retry_delays, None):
+            self.refreshes += 1
+            try:
+                response = await self.http.post(url, data=data, headers=headers)
+            except httpx2.TransportError as exc:
+                why = f"the authorization server is unreachable ({type(exc).__name__})"
+            else:
+                if not _transient(response):
+                    self.retry_not_before = 0.0
+                    return response
+                why = f"the authorization server answered HTTP {response.status_code}"
+            if delay is not None:
+                await anyio.sleep(delay)
+        self.retry_not_before = time.monotonic() + self.retry_cooldown
+        message = f"refreshing the token failed: {why}; the login is kept and retried later"
+        self.set_phase(self.phase, message, self.authorization_url)
+        raise RefreshUnavailable(message)
 
     def client_auth(self, data: dict[str, str]) -> dict[str, str]:
         """Client authentication as registered: none, client_secret_post or client_secret_basic."""
@@ -212,9 +288,18 @@ class ServerAuth:
         Returns whether the AS accepted a revocation.
         """
         async with self.lock:
-            tokens = self.state.get("tokens") or {}
-            endpoint = (self.state.get("as") or {}).get("revocation_endpoint")
-            revoked = False
+            revoked = await self._revoke()
+            self.state.pop("tokens", None)
+            self.save()
+            self.set_phase("none")
+            return revoked
+
+    async def _revoke(self) -> bool:
+        """RFC 7009 for the refresh and the access token, bounded; whether one was accepted."""
+        tokens = self.state.get("tokens") or {}
+        endpoint = (self.state.get("as") or {}).get("revocation_endpoint")
+        revoked = False
+        with anyio.move_on_after(REVOKE_TIMEOUT):
             for hint in ("refresh_token", "access_token"):
                 if tokens.get(hint) and endpoint:
                     data = {"token": tokens[hint], "token_type_hint": hint}
@@ -225,10 +310,14 @@ class ServerAuth:
                         revoked = revoked or reply.status_code == 200
                     except httpx2.HTTPError:
                         pass  # revocation is best effort; the tokens are forgotten anyway
-            self.state.pop("tokens", None)
-            self.save()
-            self.set_phase("none")
-            return revoked
+        return revoked
+
+
+def _transient(response: httpx2.Response) -> bool:
+    """A token endpoint reply worth another try: 5xx, 429, or an RFC 6749 transient code."""
+    if response.status_code >= 500 or response.status_code == 429:
+        return True
+    return response.status_code != 200 and _oauth_error(response) in _TRANSIENT_ERRORS
 
 
 def _oauth_error(response: httpx2.Response) -> str | None:
