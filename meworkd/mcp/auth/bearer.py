@@ -9,6 +9,7 @@ While the authorization server is failing (a refresh gave up, :class:`~.server.R
 the stored token goes as it is: the server's 401 fails this request and changes nothing else.
 """
 
+import time
 from collections.abc import AsyncGenerator
 
 import httpx2
@@ -61,6 +62,12 @@ class BearerAuth(httpx2.Auth):
             return
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
+
+    def unavailable(self) -> str | None:
+        """Why a 401 of the server is no logout: the authorization server is failing and the
+        login is kept (the error of the refresh that gave up), else None."""
+        paused = time.monotonic() < self.server.retry_not_before
+        return self.server.error if paused and self.server.current() is not None else None
 
     async def _stepped_up(self, response: httpx2.Response) -> bool:
         """Ask for the union of granted and challenged scopes (a login: ``server.auth``

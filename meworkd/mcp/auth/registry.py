@@ -219,3 +219,33 @@ class AuthRegistry:
         revoked = await auth.logout()
         self._on_tokens()
         return revoked
+
+    async def forget(
+        self, name: str, config: ServerConfig, remaining: Mapping[str, ServerConfig]
+    ) -> bool:
+        """``servers.remove`` of ``name``: revoke and delete its login and registration, unless
+        an entry in ``remaining`` (the settings after the removal) logs in to the same URL.
+        Returns whether anything was deleted. (A hand edit that drops the entry keeps them, for
+        a re-add: only this explicit removal deletes, as ``claude mcp remove`` does.)"""
+        try:
+            config = expand_server(name, config, self._environ)
+        except InvalidSettings:
+            return False  # no URL to know its file by; nothing was ever stored under it then
+        url = config.url
+        if not uses_oauth(config) or url is None or self._http is None:
+            return False
+        for other, kept in remaining.items():
+            try:
+                if uses_oauth(kept) and expand_server(other, kept, self._environ).url == url:
+                    return False  # shared with another entry: still its login
+            except InvalidSettings:
+                continue
+        auth = self.server(name, config)
+        assert auth is not None
+        for table in (self._servers, self._names, self._oauth):
+            table.pop(url, None)
+        if (running := self._logins.pop(url, None)) is not None:
+            running.scope.cancel()
+        await auth.forget()
+        self._on_tokens()
+        return True

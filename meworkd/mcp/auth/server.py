@@ -294,6 +294,21 @@ class ServerAuth:
             self.set_phase("none")
             return revoked
 
+    async def forget(self) -> bool:
+        """``servers.remove``: revoke (best effort), then delete the tokens, the registration
+        and the file; this object writes nothing afterwards (a session still holding it, or a
+        login that was running, cannot bring the file back). Returns whether a revocation was
+        accepted."""
+        async with self.lock:
+            revoked = await self._revoke()
+            self.forgotten = True
+            self.on_change = lambda _auth: None  # the name is gone: no more server.auth
+            self.request_login = self.machine = None
+            self.state.clear()
+            self.file.remove()
+            self.phase, self.error, self.authorization_url = "none", None, None
+            return revoked
+
     async def _revoke(self) -> bool:
         """RFC 7009 for the refresh and the access token, bounded; whether one was accepted."""
         tokens = self.state.get("tokens") or {}
