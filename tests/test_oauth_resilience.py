@@ -15,7 +15,10 @@ import anyio
 import httpx2
 import pytest
 
-from meworkd.mcp.auth import LoginRequired, ServerAuth
+from meworkd.mcp.auth import BearerAuth, LoginRequired, ServerAuth
+from meworkd.mcp.auth.machine import client_credentials
+from meworkd.mcp.auth.server import RefreshUnavailable
+from meworkd.settings import OAuthConfig
 from tests.servers.oauth_as import build, listening_socket, serve
 from tests.test_oauth import Rig, call_all, expire, sessions
 
@@ -87,6 +90,17 @@ async def test_a_long_outage_keeps_the_login_and_spares_the_as(rig: Rig) -> None
     assert "error" not in auth.status()
 
 
+async def test_retry_after_is_honoured(rig: Rig) -> None:
+    auth = await logged_in(rig)
+    rig.auth_as.refresh_outage = 1000
+    rig.auth_as.outage_retry_after = 120  # longer than any wait of the backoff
+    expire(auth)
+    with pytest.raises(RefreshUnavailable):
+        await auth.token()
+    assert rig.auth_as.events == ["refresh -> 503"]  # asked to wait: not tried again at once
+    assert auth.retry_not_before - time.monotonic() > 100  # paused as asked, not 30 s
+
+
 async def test_an_unreachable_token_endpoint_keeps_the_login(rig: Rig) -> None:
     auth = await logged_in(rig)
     with listening_socket() as closed:
@@ -118,6 +132,35 @@ async def test_the_backoff_stays_within_the_callers_timeout(rig: Rig) -> None:
     with anyio.fail_after(10):
         assert await auth.token()  # the lock was let go: the next caller refreshes
     assert rig.auth_as.events[-1] == "refresh"
+
+
+async def test_client_credentials_ride_out_an_outage_too(rig: Rig) -> None:
+    rig.auth_as.machine_secrets["svc"] = "svc-secret-value"
+    auth = rig.server_auth()
+    auth.retry_delays = QUICK_BACKOFF
+    oauth = OAuthConfig(
+        grant="client_credentials", client_id="svc", client_secret="svc-secret-value"
+    )
+
+    async def grant() -> None:
+        await client_credentials(auth, oauth)
+
+    auth.machine = grant  # as the registry wires a client_credentials entry
+    rig.auth_as.refresh_outage = 2
+    assert await auth.token()
+    assert rig.auth_as.events == [
+        "client_credentials -> 503",
+        "client_credentials -> 503",
+        "client_credentials secret scope=None",
+    ]
+    rig.auth_as.refresh_outage = 1000
+    rig.auth_as.events.clear()
+    expire(auth)
+    with pytest.raises(RefreshUnavailable, match="HTTP 503"):
+        await auth.token()
+    assert rig.auth_as.events == ["client_credentials -> 503"] * (len(QUICK_BACKOFF) + 1)
+    assert auth.status()["state"] == "authorized"  # not "failed": the credentials are fine
+    assert BearerAuth(auth).unavailable() == auth.status()["error"]
 
 
 def expire_registration(rig: Rig, auth: ServerAuth) -> None:

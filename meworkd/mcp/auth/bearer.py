@@ -32,7 +32,8 @@ class BearerAuth(httpx2.Auth):
             token = await self.server.token()
         except RefreshUnavailable:
             # Not a logout: no login is started, and no second refresh on the 401.
-            request.headers["Authorization"] = f"Bearer {self.server.current()}"
+            if (held := self.server.current()) is not None:
+                request.headers["Authorization"] = f"Bearer {held}"
             yield request
             return
         except (ServerUnavailable, httpx2.HTTPError):
@@ -66,8 +67,9 @@ class BearerAuth(httpx2.Auth):
     def unavailable(self) -> str | None:
         """Why a 401 of the server is no logout: the authorization server is failing and the
         login is kept (the error of the refresh that gave up), else None."""
-        paused = time.monotonic() < self.server.retry_not_before
-        return self.server.error if paused and self.server.current() is not None else None
+        if time.monotonic() >= self.server.retry_not_before:
+            return None
+        return self.server.error or "the authorization server is failing"
 
     async def _stepped_up(self, response: httpx2.Response) -> bool:
         """Ask for the union of granted and challenged scopes (a login: ``server.auth``

@@ -89,6 +89,7 @@ async def login(
         auth.set_phase("failed", exc.message)
         raise
     auth.step_up_scope = None
+    auth.retry_not_before = 0.0  # the AS answered: no outage to wait out
     auth.set_phase("authorized")
 
 

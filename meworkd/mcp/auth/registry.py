@@ -152,8 +152,9 @@ class AuthRegistry:
         if auth is None or self._tg is None:
             raise LoginFailed(f"{name} does not log in with OAuth")
         if auth.machine is not None:
+            auth.retry_not_before = 0.0  # asked by a person: try the AS now
             async with auth.lock:
-                await auth.machine()  # no person: a fresh token each time it is asked for
+                await auth.run_machine()  # no person: a fresh token each time it is asked for
             return {"state": "authorized"}
         if auth.step_up_scope is None:
             auth.retry_not_before = 0.0  # asked by a person: try the AS now, not after a pause

@@ -23,7 +23,7 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 import base64
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -40,6 +40,8 @@ __all__ = [
     "RefreshUnavailable",
     "ServerAuth",
     "registration_expired",
+    "retry_after",
+    "transient_reply",
 ]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
@@ -49,12 +51,15 @@ REFRESH_LEEWAY_MAX = 60.0  # seconds before expiry a token is refreshed (clock s
 REFRESH_RETRY_DELAYS = (1.0, 2.0, 4.0)
 # After a refresh gave up: no new attempt for this long; sessions use the token they have.
 REFRESH_COOLDOWN = 30.0
+# The longest pause a Retry-After of the AS may ask for (a wrong header must not lock us out).
+RETRY_AFTER_MAX = 600.0
 # A registration whose secret expires within this many seconds is not used for a refresh.
 REGISTRATION_LEEWAY = 30.0
 REVOKE_TIMEOUT = 5.0  # seconds for the best-effort revocations of a logout or a removal
 _DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
 _TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")  # RFC 6749 codes worth a retry
 
+_T = TypeVar("_T")
 AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
 
 
@@ -109,6 +114,7 @@ class ServerAuth:
         self.retry_cooldown = REFRESH_COOLDOWN
         # time.monotonic() before which no refresh is tried (after one gave up on the AS).
         self.retry_not_before = 0.0
+        self.pause_hint: float | None = None  # the last failed answer's Retry-After, seconds
         self.forgotten = False  # servers.remove deleted it: nothing is written any more
 
     # -- status -----------------------------------------------------------------------------
@@ -191,7 +197,7 @@ class ServerAuth:
         async with self.lock:
             tokens = self.state.get("tokens")
             if not tokens and self.machine is not None:
-                await self.machine()
+                await self.run_machine()
                 return str(self.state["tokens"]["access_token"])
             if not tokens:
                 raise LoginRequired(f"{self.server_url} needs a login")
@@ -211,7 +217,7 @@ class ServerAuth:
     async def _refresh(self) -> None:
         tokens, endpoints = self.state["tokens"], self.state.get("as") or {}
         if not tokens.get("refresh_token") and self.machine is not None:
-            await self.machine()
+            await self.run_machine()
             return
         if not tokens.get("refresh_token") or not endpoints.get("token_endpoint"):
             # Never a guessed endpoint (G4): without the discovered one only a login helps.
@@ -220,12 +226,10 @@ class ServerAuth:
             # Its refresh token is bound to that client: only a login with a new one helps.
             self.state.pop("client", None)
             raise self._drop("the client registration expired; log in again to register anew")
-        if time.monotonic() < self.retry_not_before:
-            raise RefreshUnavailable(self.error or "the authorization server is failing")
         data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
         if endpoints.get("resource"):
             data["resource"] = endpoints["resource"]
-        response = await self._post_with_backoff(endpoints["token_endpoint"], data)
+        response = await self._post_refresh(endpoints["token_endpoint"], data)
         if response.status_code == 200:
             self.store_tokens(OAuthToken.model_validate_json(response.content))
             self.set_phase("authorized")
@@ -237,26 +241,52 @@ class ServerAuth:
             raise self._drop(f"the authorization server refused the refresh ({error})")
         raise LoginRequired(f"refreshing the token failed (HTTP {response.status_code})")
 
-    async def _post_with_backoff(self, url: str, data: dict[str, str]) -> httpx2.Response:
-        """POST a refresh; a network error or a 5xx/429 is tried again after each of
-        ``retry_delays``, then given up until ``retry_cooldown`` has passed (the tokens stay)."""
+    async def _post_refresh(self, url: str, data: dict[str, str]) -> httpx2.Response:
         headers = self.client_auth(data)
-        why = "no answer"
-        for delay in (*self.retry_delays, None):
-            self.refreshes += 1
+
+        async def attempt() -> httpx2.Response:
             try:
                 response = await self.http.post(url, data=data, headers=headers)
             except httpx2.TransportError as exc:
-                why = f"the authorization server is unreachable ({type(exc).__name__})"
+                raise RefreshUnavailable(
+                    f"the authorization server is unreachable ({type(exc).__name__})"
+                ) from None
+            if transient_reply(response):
+                self.pause_hint = retry_after(response)
+                raise RefreshUnavailable(
+                    f"the authorization server answered HTTP {response.status_code}"
+                )
+            return response
+
+        return await self.patiently("refreshing the token", attempt)
+
+    async def run_machine(self) -> None:
+        """The client-credentials grant (its renewal), with the refresh's backoff and pause."""
+        assert self.machine is not None
+        await self.patiently("getting a token", self.machine)
+
+    async def patiently(self, what: str, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` (one exchange with the AS) again after each of ``retry_delays``
+        while it raises :class:`RefreshUnavailable` (network, 5xx, 429); then no attempt for
+        ``retry_cooldown`` (sessions use what they have), the tokens kept, the reason shown."""
+        if time.monotonic() < self.retry_not_before:
+            raise RefreshUnavailable(self.error or "the authorization server is failing")
+        why, self.pause_hint = "no answer", None
+        for delay in (*self.retry_delays, None):
+            self.refreshes += 1
+            try:
+                result = await attempt()
+            except RefreshUnavailable as exc:
+                why = exc.message
             else:
-                if not _transient(response):
-                    self.retry_not_before = 0.0
-                    return response
-                why = f"the authorization server answered HTTP {response.status_code}"
-            if delay is not None:
-                await anyio.sleep(delay)
-        self.retry_not_before = time.monotonic() + self.retry_cooldown
-        message = f"refreshing the token failed: {why}; the login is kept and retried later"
+                self.retry_not_before = 0.0
+                return result
+            if delay is None or (self.pause_hint or 0.0) > delay:
+                break  # the AS asked for a longer pause than the next wait: honour it
+            await anyio.sleep(delay)
+        pause = max(self.retry_cooldown, min(self.pause_hint or 0.0, RETRY_AFTER_MAX))
+        self.retry_not_before = time.monotonic() + pause
+        message = f"{what} failed: {why}; the login is kept and retried later"
         self.set_phase(self.phase, message, self.authorization_url)
         raise RefreshUnavailable(message)
 
@@ -279,6 +309,7 @@ class ServerAuth:
         """Forget the dead tokens once (stored too) and say a login is needed."""
         self.state.pop("tokens", None)
         self.save()
+        self.retry_not_before = 0.0  # no outage any more: a login is what is missing
         self.set_phase("required", why)
         return LoginRequired(f"{self.server_url} needs a login: {why}")
 
@@ -291,6 +322,7 @@ class ServerAuth:
             revoked = await self._revoke()
             self.state.pop("tokens", None)
             self.save()
+            self.retry_not_before = 0.0
             self.set_phase("none")
             return revoked
 
@@ -328,11 +360,18 @@ class ServerAuth:
         return revoked
 
 
-def _transient(response: httpx2.Response) -> bool:
+def transient_reply(response: httpx2.Response) -> bool:
     """A token endpoint reply worth another try: 5xx, 429, or an RFC 6749 transient code."""
     if response.status_code >= 500 or response.status_code == 429:
         return True
     return response.status_code != 200 and _oauth_error(response) in _TRANSIENT_ERRORS
+
+
+def retry_after(response: httpx2.Response) -> float | None:
+    """A ``Retry-After`` in seconds (RFC 9110; its HTTP-date form is not used by token
+    endpoints in practice and is ignored)."""
+    value = response.headers.get("retry-after", "").strip()
+    return float(value) if value.isdigit() else None
 
 
 def _oauth_error(response: httpx2.Response) -> str | None:
