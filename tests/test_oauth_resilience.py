@@ -128,7 +128,13 @@ async def test_the_backoff_stays_within_the_callers_timeout(rig: Rig) -> None:
     assert bounded.cancelled_caught
     assert rig.auth_as.events == ["refresh -> 503"]
     assert auth.file.load()["tokens"]
+    # The next caller (a turn after the timed-out one) does not start over at the AS: the
+    # interrupted wait still holds, and it fails at once with the reason.
+    with anyio.fail_after(10), pytest.raises(RefreshUnavailable, match="HTTP 503"):
+        await auth.token()
+    assert rig.auth_as.events == ["refresh -> 503"]
     rig.auth_as.refresh_outage = 0
+    auth.retry_not_before = 0.0  # the wait is over (what time would do)
     with anyio.fail_after(10):
         assert await auth.token()  # the lock was let go: the next caller refreshes
     assert rig.auth_as.events[-1] == "refresh"

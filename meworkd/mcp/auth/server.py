@@ -115,6 +115,7 @@ class ServerAuth:
         # time.monotonic() before which no refresh is tried (after one gave up on the AS).
         self.retry_not_before = 0.0
         self.pause_hint: float | None = None  # the last failed answer's Retry-After, seconds
+        self.failing = "the authorization server is failing"  # the last failed attempt, said
         self.forgotten = False  # servers.remove deleted it: nothing is written any more
 
     # -- status -----------------------------------------------------------------------------
@@ -270,7 +271,7 @@ class ServerAuth:
         while it raises :class:`RefreshUnavailable` (network, 5xx, 429); then no attempt for
         ``retry_cooldown`` (sessions use what they have), the tokens kept, the reason shown."""
         if time.monotonic() < self.retry_not_before:
-            raise RefreshUnavailable(self.error or "the authorization server is failing")
+            raise RefreshUnavailable(self.error or self.failing)
         why, self.pause_hint = "no answer", None
         for delay in (*self.retry_delays, None):
             self.refreshes += 1
@@ -278,11 +279,14 @@ class ServerAuth:
                 result = await attempt()
             except RefreshUnavailable as exc:
                 why = exc.message
+                self.failing = f"{what} failed: {why}"
             else:
                 self.retry_not_before = 0.0
                 return result
             if delay is None or (self.pause_hint or 0.0) > delay:
                 break  # the AS asked for a longer pause than the next wait: honour it
+            # A caller whose timeout ends this wait leaves it in force for the next caller.
+            self.retry_not_before = time.monotonic() + delay
             await anyio.sleep(delay)
         pause = max(self.retry_cooldown, min(self.pause_hint or 0.0, RETRY_AFTER_MAX))
         self.retry_not_before = time.monotonic() + pause
