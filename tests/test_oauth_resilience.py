@@ -15,9 +15,8 @@ import anyio
 import httpx2
 import pytest
 
-from meworkd.mcp.auth import BearerAuth, LoginRequired, ServerAuth
+from meworkd.mcp.auth import BearerAuth, LoginRequired, RefreshUnavailable, ServerAuth
 from meworkd.mcp.auth.machine import client_credentials
-from meworkd.mcp.auth.server import RefreshUnavailable
 from meworkd.settings import OAuthConfig
 from tests.servers.oauth_as import build, listening_socket, serve
 from tests.test_oauth import Rig, call_all, expire, sessions

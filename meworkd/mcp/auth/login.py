@@ -25,7 +25,8 @@ from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import OAuthClientMetadata
 
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
-from meworkd.mcp.auth.server import ServerAuth, registration_expired
+from meworkd.mcp.auth.replies import registration_expired
+from meworkd.mcp.auth.server import ServerAuth
 from meworkd.settings import OAuthConfig
 
 __all__ = ["login", "redirect_port_for"]

@@ -26,12 +26,8 @@ from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
 from meworkd.mcp.auth.loopback import LoginFailed
-from meworkd.mcp.auth.server import (
-    RefreshUnavailable,
-    ServerAuth,
-    retry_after,
-    transient_reply,
-)
+from meworkd.mcp.auth.replies import retry_after, transient_reply
+from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
 from meworkd.settings import OAuthConfig
 
 __all__ = ["client_credentials"]

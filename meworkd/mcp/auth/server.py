@@ -31,6 +31,7 @@ import httpx2
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from meworkd.base.errors import ServerUnavailable
+from meworkd.mcp.auth.replies import oauth_error, registration_expired, retry_after, transient_reply
 from meworkd.mcp.auth.store import AuthFile
 
 __all__ = [
@@ -39,9 +40,6 @@ __all__ = [
     "LoginRequired",
     "RefreshUnavailable",
     "ServerAuth",
-    "registration_expired",
-    "retry_after",
-    "transient_reply",
 ]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
@@ -57,7 +55,6 @@ RETRY_AFTER_MAX = 600.0
 REGISTRATION_LEEWAY = 30.0
 REVOKE_TIMEOUT = 5.0  # seconds for the best-effort revocations of a logout or a removal
 _DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
-_TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")  # RFC 6749 codes worth a retry
 
 _T = TypeVar("_T")
 AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
@@ -73,15 +70,6 @@ class RefreshUnavailable(ServerUnavailable):
     """A refresh could not reach a working authorization server: the login is kept."""
 
     kind = "auth_unavailable"
-
-
-def registration_expired(client: dict[str, Any], within: float = 0.0) -> bool:
-    """Whether a stored registration's secret expires within ``within`` seconds (RFC 7591:
-    ``client_secret_expires_at`` 0 or absent means never; a client without a secret has none)."""
-    expires_at = client.get("client_secret_expires_at")
-    if not client.get("client_secret") or not expires_at:
-        return False
-    return float(expires_at) <= time.time() + within
 
 
 class ServerAuth:
@@ -235,7 +223,7 @@ class ServerAuth:
             self.store_tokens(OAuthToken.model_validate_json(response.content))
             self.set_phase("authorized")
             return
-        error = _oauth_error(response)
+        error = oauth_error(response)
         if error in _DEAD_GRANT:
             if error != "invalid_grant":
                 self.state.pop("client", None)  # the AS forgot us: the next login registers
@@ -362,29 +350,3 @@ class ServerAuth:
                     except httpx2.HTTPError:
                         pass  # revocation is best effort; the tokens are forgotten anyway
         return revoked
-
-
-def transient_reply(response: httpx2.Response) -> bool:
-    """A token endpoint reply worth another try: 5xx, 429, or an RFC 6749 transient code."""
-    if response.status_code >= 500 or response.status_code == 429:
-        return True
-    return response.status_code != 200 and _oauth_error(response) in _TRANSIENT_ERRORS
-
-
-def retry_after(response: httpx2.Response) -> float | None:
-    """A ``Retry-After`` in seconds (RFC 9110; its HTTP-date form is not used by token
-    endpoints in practice and is ignored)."""
-    value = response.headers.get("retry-after", "").strip()
-    return float(value) if value.isdigit() else None
-
-
-def _oauth_error(response: httpx2.Response) -> str | None:
-    """The ``error`` code of an OAuth error reply (RFC 6749 §5.2), if it has one."""
-    if not response.headers.get("content-type", "").startswith("application/json"):
-        return None
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error if isinstance(error, str) else None
