@@ -112,7 +112,12 @@ async def test_discovery_is_concurrent(mw: Harness) -> None:
     # One after the other, the first would time out (5 s) and be listed here; a server that
     # never answers initialize is named with its timeout while the others answer.
     assert turn["failures"] == [
-        {"server": "hung", "reason": "timed out after 1 s", "kind": "timeout"}
+        {
+            "server": "hung",
+            "kind": "timeout",
+            "error": "timed out after 1 s",
+            "reason": "timed out after 1 s",  # the deprecated alias of error
+        }
     ]
     assert set(bound(turn, "r")) == {"stats", "echo", "reader"}
     assert set(bound(turn, "w")) == {"stats", "echo", "writer"}

@@ -2,6 +2,7 @@
 
 from typing import Any, ClassVar, cast
 
+from mework_protocol.audit import is_question
 from mework_protocol.levels import APPROVAL_LEVELS
 from textual import on, work
 from textual.app import ComposeResult
@@ -89,6 +90,8 @@ class ConversationsScreen(Screen[None]):
         """The conversation's last calls from the audit log; events keep them current."""
         got = await self.mework.call("audit.list", {"conversationId": conversation, "limit": 10})
         for entry in (got or {}).get("entries", []):
+            if is_question(entry):
+                continue  # a server's question: its call has a card of its own
             self.mework.note_call(entry, finished=entry.get("decision") != "requested")
         self.show_cards()
 

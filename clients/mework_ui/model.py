@@ -78,9 +78,8 @@ def why_missing(
 
 
 def failure_kind(failure: dict[str, Any]) -> str:
-    """The classified reason: ``reason`` in a servers.test result, ``kind`` in lastError and
-    server.status ``failed``."""
-    return str(failure.get("reason") or failure.get("kind") or "error")
+    """The classified kind: ``kind`` (older daemons' servers.test said ``reason``)."""
+    return str(failure.get("kind") or failure.get("reason") or "error")
 
 
 def _failure_check(failure: dict[str, Any] | None) -> Check:

@@ -31,7 +31,9 @@ from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
+from meworkd.core.audit import AuditEntry
 from meworkd.core.inspect import Inventory
+from meworkd.core.listings import ListFollower
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
@@ -78,12 +80,16 @@ class Daemon:
             self.environ,
             on_tokens=lambda: self._refresh_secrets(self.store.settings),
         )
-        self.asks = ServerAsks(self.bus, self.store, self.logs, self._roots)
+        self.asks = ServerAsks(
+            self.bus, self.store, self.logs, self._roots, audit=self._audit_question
+        )
         self.pool = SessionPool(
             self.environ, self.logs.writer, self.ledger, self.bus, self.auth, host=self.asks
         )
         self.approvals = Approvals(self.bus, self.redactor.redact)
         self.inventory = Inventory()
+        self.lists = ListFollower(self.bus, self.pool, self.inventory)
+        self.asks.lists_changed = self.lists.changed
         self.state = DaemonState.CREATED
         self._live: Live | None = None
         self.started_at = time.monotonic()
@@ -119,6 +125,12 @@ class Daemon:
             return live.state.get_conversation(conversation_id).root_list()
         except NotFound:
             return []
+
+    def _audit_question(self, entry: AuditEntry) -> None:
+        # A question is asked only while the daemon runs, its state database open.
+        live = self._live
+        if live is not None:
+            live.state.record(entry)
 
     def request_shutdown(self) -> None:
         self._stop.set()
@@ -175,6 +187,7 @@ class Daemon:
             await backend.start(self.auth.run)
             await backend.start(self.pool.run, self.store.settings)
             await backend.start(self.live().state.run_audit_writer)
+            await backend.start(self.lists.run)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)

@@ -5,18 +5,24 @@ elicitation can never be answered as, or look like, a tool approval), bound to t
 turn and call that caused it; while it waits, that call's own timeout is stopped. Nobody
 watching means no question: an elicitation is cancelled, a sampling request refused, at once.
 A form answer is checked against the requested schema, with its defaults filled in, before it
-goes back to the server.
+goes back to the server. Every outcome is put on the audit record (who decided, never what a
+form held).
 """
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
+from mework_protocol.audit import ELICITATION_METHOD, SAMPLING_METHOD
+
 from meworkd.base.errors import InvalidParams, NotFound
 from meworkd.base.events import EventBus
+from meworkd.core.audit import AuditEntry, question_entry
 from meworkd.core.formschema import complete_answer, schema_problem
 from meworkd.core.inflight import CallSlot, InFlight
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
+from meworkd.core.replies import arguments_digest
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.mcp import AskOrigin
 from meworkd.settings.store import SettingsStore
@@ -79,10 +85,24 @@ _WHY = {
     Unanswered.CANCELLED: "the call was cancelled",
     Unanswered.STOPPED: "meworkd is shutting down",
 }
+# Who ended a question, for the audit (``by`` of an answer; a frontend's answer has none: user).
+_BY = {
+    Unanswered.TIMEOUT: "timeout",
+    Unanswered.CANCELLED: "cancelled",
+    Unanswered.STOPPED: "shutdown",
+}
+NOBODY_WATCHING = "no frontend was watching"
+# A question whose asking was itself cancelled (its session closed): on record all the same.
+SESSION_ENDED = {"reason": "the session ended while it waited", "by": "cancelled"}
+Found = tuple[CallSlot | None, list[CallSlot]]  # the call that asks, or the calls that may
 
 
-def _refusal(message: str) -> dict[str, Any]:
-    return {"error": {"code": SAMPLING_REFUSED, "message": message}}
+def _refusal(message: str, by: str = "user") -> dict[str, Any]:
+    return {"error": {"code": SAMPLING_REFUSED, "message": message}, "by": by}
+
+
+def _unanswered_elicitation(why: Unanswered) -> dict[str, Any]:
+    return {"action": "cancel", "reason": _WHY[why], "by": _BY[why]}
 
 
 class ServerAsks:
@@ -94,12 +114,17 @@ class ServerAsks:
         store: SettingsStore,
         logs: ServerLogs,
         roots_of: Callable[[str], list[dict[str, str]]] = lambda _c: [],
+        *,
+        audit: Callable[[AuditEntry], None] | None = None,
     ) -> None:
+        self._audit = audit  # where each question's outcome is recorded
         self._bus = bus
         self._store = store
         self._logs = logs
         self._roots_of = roots_of
         self.inflight = InFlight()
+        # Who follows a server's list_changed (set by the composition root); else announced.
+        self.lists_changed: Callable[[str, str | None, str], None] | None = None
         self._elicitations = PromptBroker(bus, ELICITATIONS)
         self._sampling = PromptBroker(bus, SAMPLING)
 
@@ -114,10 +139,11 @@ class ServerAsks:
         self,
         broker: PromptBroker[dict[str, Any]],
         origin: AskOrigin,
+        found: Found,
         details: dict[str, Any],
         unanswered: Callable[[Unanswered], dict[str, Any]],
     ) -> dict[str, Any]:
-        slot, maybe = self.inflight.find(origin.conversation, origin.server, origin.call)
+        slot, maybe = found
         subject = _subject(origin, slot, maybe)
         where: dict[str, Any] = {"origin": "tool_call" if slot else "background"}
         if slot is None and maybe:
@@ -138,9 +164,54 @@ class ServerAsks:
             for candidate in maybe:
                 candidate.clock.release()
 
+    def _record(
+        self,
+        origin: AskOrigin,
+        found: Found,
+        method: str,
+        request: dict[str, Any],
+        answer: dict[str, Any],
+        started: float,
+    ) -> None:
+        """Put a question's outcome on the audit record (never the answer's content)."""
+        if self._audit is None:
+            return
+        subject = _subject(origin, *found)
+        error = answer.get("error")
+        if isinstance(error, dict):
+            outcome, reason = "refused", error.get("message")
+        else:
+            outcome = str(answer.get("action", "answered"))
+            reason = answer.get("reason")
+        entry = question_entry(
+            conversation_id=subject.conversation_id,
+            turn_id=subject.turn_id,
+            call_id=subject.call_id,
+            server=origin.server,
+            method=method,
+            request_digest=arguments_digest(request),
+            outcome=outcome,
+            decided_by=str(answer.get("by", "user")),
+            reason=reason if isinstance(reason, str) else None,
+            duration_ms=round((time.monotonic() - started) * 1000, 1),
+        )
+        self._audit(entry)
+
     # --- elicitation ---------------------------------------------------------------------
 
     async def elicit(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        found = self.inflight.find(origin.conversation, origin.server, origin.call)
+        answer = {"action": "cancel", **SESSION_ENDED}
+        try:
+            answer = await self._elicited(origin, found, request)
+        finally:
+            self._record(origin, found, ELICITATION_METHOD, request, answer, started)
+        return {k: v for k, v in answer.items() if k in ("action", "content", "error")}
+
+    async def _elicited(
+        self, origin: AskOrigin, found: Found, request: dict[str, Any]
+    ) -> dict[str, Any]:
         mode = request.get("mode", "form")
         details: dict[str, Any] = {
             "mode": mode,
@@ -152,18 +223,12 @@ class ServerAsks:
         else:
             problem = schema_problem(request.get("requestedSchema"))
             if problem is not None:
-                return {"error": {"code": INVALID_PARAMS, "message": problem}}
+                return {"error": {"code": INVALID_PARAMS, "message": problem}, "by": "policy"}
             details["requestedSchema"] = request["requestedSchema"]
         if not self._watched(ELICITATIONS.requested):
             # Nobody chose: a "decline" would report a refusal the user never made.
-            return {"action": "cancel"}
-        answer = await self._ask(
-            self._elicitations,
-            origin,
-            details,
-            lambda why: {"action": "cancel", "reason": _WHY[why]},
-        )
-        return {k: v for k, v in answer.items() if k in ("action", "content")}
+            return {"action": "cancel", "reason": NOBODY_WATCHING, "by": "policy"}
+        return await self._ask(self._elicitations, origin, found, details, _unanswered_elicitation)
 
     def respond_elicitation(
         self, elicitation_id: str, action: str, content: dict[str, Any] | None
@@ -189,18 +254,31 @@ class ServerAsks:
     # --- sampling ------------------------------------------------------------------------
 
     async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        found = self.inflight.find(origin.conversation, origin.server, origin.call)
+        answer = _refusal(SESSION_ENDED["reason"], SESSION_ENDED["by"])
+        try:
+            answer = await self._sampled(origin, found, request)
+        finally:
+            self._record(origin, found, SAMPLING_METHOD, request, answer, started)
+        return {k: v for k, v in answer.items() if k != "by"}
+
+    async def _sampled(
+        self, origin: AskOrigin, found: Found, request: dict[str, Any]
+    ) -> dict[str, Any]:
         if not self.sampling:
-            return _refusal("sampling is turned off in meworkd (mcp.sampling)")
+            return _refusal("sampling is turned off in meworkd (mcp.sampling)", "policy")
         if not self._watched(SAMPLING.requested):
-            return _refusal("no frontend that can sample is connected to meworkd")
+            return _refusal("no frontend that can sample is connected to meworkd", "policy")
         timeout = self._store.settings.mcp.question_timeout_seconds
 
         def unanswered(why: Unanswered) -> dict[str, Any]:
             if why is Unanswered.TIMEOUT:
-                return _refusal(f"no frontend answered the sampling request within {timeout:g} s")
-            return _refusal(_WHY[why])
+                text = f"no frontend answered the sampling request within {timeout:g} s"
+                return _refusal(text, _BY[why])
+            return _refusal(_WHY[why], _BY[why])
 
-        return await self._ask(self._sampling, origin, {"request": request}, unanswered)
+        return await self._ask(self._sampling, origin, found, {"request": request}, unanswered)
 
     def respond_sampling(
         self, request_id: str, result: dict[str, Any] | None, error: dict[str, Any] | None
@@ -233,20 +311,21 @@ class ServerAsks:
         self._logs.message(origin.server, origin.conversation, level, logger, text)
 
     def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None:
+        if topic == "server.changed" and self.lists_changed is not None:
+            self.lists_changed(origin.server, origin.conversation, str(data.get("list")))
+            return
         self._bus.publish(
             topic, {"server": origin.server, "conversationId": origin.conversation, **data}
         )
 
     def cancel(self, turn_id: str, call_id: str | None = None) -> None:
         """Cancel the open questions of ``turn_id`` (only the call ``call_id``'s, when given)."""
-        self._elicitations.cancel(
-            turn_id, {"action": "cancel", "reason": _WHY[Unanswered.CANCELLED]}, call_id
-        )
-        self._sampling.cancel(turn_id, _refusal(_WHY[Unanswered.CANCELLED]), call_id)
+        self._elicitations.cancel(turn_id, _unanswered_elicitation(Unanswered.CANCELLED), call_id)
+        self._sampling.cancel(turn_id, _refusal(_WHY[Unanswered.CANCELLED], "cancelled"), call_id)
 
     def stop(self) -> None:
-        self._elicitations.stop(lambda why: {"action": "cancel", "reason": _WHY[why]})
-        self._sampling.stop(lambda why: _refusal(_WHY[why]))
+        self._elicitations.stop(_unanswered_elicitation)
+        self._sampling.stop(lambda why: _refusal(_WHY[why], _BY[why]))
 
 
 def _subject(origin: AskOrigin, slot: CallSlot | None, maybe: list[CallSlot]) -> Subject:

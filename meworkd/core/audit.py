@@ -5,7 +5,8 @@ if it cannot be, the call is refused); its outcome, like any other entry, is wri
 :meth:`AuditLog.run_audit_writer` while that runs, in one transaction per batch, after the reply
 that caused it has left: a tool call does not wait for its own outcome record. A crash loses at
 most the outcomes of the last batch; the next start marks what was left ``requested`` as
-``interrupted`` (:meth:`AuditLog.mark_interrupted`).
+``interrupted`` (:meth:`AuditLog.mark_interrupted`). A server's questions to a person
+(elicitation, sampling) are on record too, as entries of their own (:func:`question_entry`).
 """
 
 import sqlite3
@@ -28,6 +29,7 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "audit_view",
+    "question_entry",
 ]
 
 AUDIT_BATCH_DELAY = 0.02  # seconds; a crash may lose outcomes this recent, never a request
@@ -81,6 +83,44 @@ def audit_view(entry_id: int, time: str, entry: AuditEntry) -> dict[str, Any]:
         "replyBytes": entry.reply_bytes,
         "isError": entry.is_error,
     }
+
+
+def question_entry(
+    *,
+    conversation_id: str | None,
+    turn_id: str | None,
+    call_id: str | None,
+    server: str,
+    method: str,
+    request_digest: str,
+    outcome: str,
+    decided_by: str,
+    reason: str | None,
+    duration_ms: float,
+) -> AuditEntry:
+    """A server's question to a person, as its audit entry (written with the outcomes).
+
+    ``method``: ``elicitation/create`` or ``sampling/createMessage`` (the entry's ``name``; its
+    ``tool`` is empty). ``request_digest``: a digest of what the server asked; what the person
+    answered is never recorded, nor digested (a form may hold a secret). ``outcome``: the
+    elicitation's action or the sampling request's ``answered``/``refused``. A question outside
+    a conversation or turn (background, inspection) has them empty.
+    """
+    return AuditEntry(
+        conversation_id=conversation_id or "",
+        turn_id=turn_id or "",
+        call_id=call_id,
+        server=server,
+        tool="",
+        name=method,
+        arguments_digest=request_digest,
+        decision=outcome,
+        decided_by=decided_by,
+        reason=reason,
+        duration_ms=duration_ms,
+        reply_bytes=None,
+        is_error=None,
+    )
 
 
 def _outcome(entry: AuditEntry) -> tuple[Any, ...]:

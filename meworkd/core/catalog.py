@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mework_protocol.failures import failure
+
 from meworkd.core.approvals.policy import requires_user_interaction
 from meworkd.mcp import ToolInfo
 from meworkd.settings import ServerConfig, Settings
@@ -34,6 +36,7 @@ __all__ = [
     "needs_tasks_reason",
     "rebind",
     "select",
+    "server_failure",
     "shown_name",
     "slug",
     "system_prompt",
@@ -152,6 +155,12 @@ def bind_names(
     return bound, collisions
 
 
+def server_failure(server: str, kind: str, error: str) -> dict[str, str]:
+    """A server's entry in a turn's ``failures`` (and conversations.prepare's): ``kind`` and
+    ``error`` as every failure object, and ``reason``, the deprecated alias of ``error``."""
+    return failure(kind, error, server=server, reason=error)
+
+
 def select(servers: Sequence[str], settings: Settings) -> tuple[list[str], list[dict[str, str]]]:
     """A conversation's servers that take part in a turn (enabled, in order, once each), and a
     failure for each whose entry never validated: it cannot take part, which the turn says like
@@ -159,11 +168,7 @@ def select(servers: Sequence[str], settings: Settings) -> tuple[list[str], list[
     wanted = list(dict.fromkeys(servers))
     selected = [n for n in wanted if n in settings.servers and settings.servers[n].enabled]
     failures = [
-        {
-            "server": n,
-            "reason": f"invalid settings entry: {settings.server_errors[n]}",
-            "kind": "invalid_entry",
-        }
+        server_failure(n, "invalid_entry", f"invalid settings entry: {settings.server_errors[n]}")
         for n in wanted
         if n not in settings.servers and n in settings.server_errors
     ]
@@ -223,12 +228,12 @@ def bind(
         meta = requires_user_interaction(tool.meta)
         bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
     problems = [
-        {
-            "server": c.server,
-            "kind": "name_collision",
-            "reason": f"tool {c.tool!r} was left out: its name {c.name} "
+        server_failure(
+            c.server,
+            "name_collision",
+            f"tool {c.tool!r} was left out: its name {c.name} "
             f"collides with {c.clashes_with[1]!r} of {c.clashes_with[0]}",
-        }
+        )
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)

@@ -4,6 +4,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from mework_protocol.failures import failure
+
 from meworkd.base.errors import MeworkError
 from meworkd.core.catalog import NAME_PATTERN, needs_tasks_reason, tool_name, was_truncated
 from meworkd.mcp import SessionPool, TalkFailed, describe
@@ -93,6 +95,18 @@ def _ms_since(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 1)
 
 
+def _failed(
+    result: dict[str, Any], started: float, exc: MeworkError, tail: object
+) -> dict[str, Any]:
+    """``result`` as a failed test: ``kind`` and ``error`` as every failure object, and
+    ``reason``, the deprecated alias of ``kind``."""
+    kind = str(exc.data.get("reason", exc.kind))
+    result.update(failure(kind, exc.message, reason=kind))
+    result.update(stderrTail=list(tail) if isinstance(tail, list) else [])
+    result["durationMs"] = _ms_since(started)
+    return result
+
+
 async def test_connection(pool: SessionPool, name: str, config: ServerConfig) -> dict[str, Any]:
     """Dial ``name`` once (not pooled); report what it offers or why it failed."""
     started = time.monotonic()
@@ -100,33 +114,14 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
     try:
         session = await pool.open(name, None, config)
     except MeworkError as exc:
-        result.update(
-            error=exc.message,
-            reason=exc.data.get("reason", exc.kind),
-            stderrTail=exc.data.get("stderrTail", []),
-            durationMs=_ms_since(started),
-        )
-        return result
+        return _failed(result, started, exc, exc.data.get("stderrTail"))
     try:
         report = await describe(session, config)
-    except TalkFailed as exc:
-        result.update(
-            error=exc.message,
-            reason=exc.data["reason"],
-            stderrTail=list(session.stderr_tail),
-            durationMs=_ms_since(started),
-        )
-        return result
     except MeworkError as exc:
-        # E.g. an invalid tools/list (InvalidListing names the tools) or the session ending.
-        result.update(
-            error=exc.message,
-            reason=exc.data.get("reason", exc.kind),
-            problems=exc.data.get("problems", []),
-            stderrTail=list(session.stderr_tail),
-            durationMs=_ms_since(started),
-        )
-        return result
+        if not isinstance(exc, TalkFailed):
+            # E.g. an invalid tools/list (InvalidListing names the tools) or the session ending.
+            result["problems"] = exc.data.get("problems", [])
+        return _failed(result, started, exc, session.stderr_tail)
     finally:
         await session.close(CLOSE_WAIT)
     for tool in report.tools:

@@ -23,7 +23,15 @@ from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
 from meworkd.core.callrecord import CallFields, CallRecord
 from meworkd.core.callrun import CallRunner, CallSite
-from meworkd.core.catalog import Binding, bind, rebind, select, system_prompt, unbound
+from meworkd.core.catalog import (
+    Binding,
+    bind,
+    rebind,
+    select,
+    server_failure,
+    system_prompt,
+    unbound,
+)
 from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
@@ -131,7 +139,7 @@ class Turns:
                 self._inventory.record_tools(server, listings[server])
             except MeworkError as exc:
                 kind = str(exc.data.get("reason", exc.kind))
-                failures.append({"server": server, "reason": exc.message, "kind": kind})
+                failures.append(server_failure(server, kind, exc.message))
                 # Published once, here: frontends show the failure (server.status failed).
                 self._pool.status.failed(server, conversation_id, exc)
 

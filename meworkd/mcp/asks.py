@@ -5,6 +5,8 @@ go to a :class:`ServerAsksHost` the composition root supplies (core's broker), a
 A callback never raises: whatever goes wrong becomes an ``ErrorData`` with no Python text in it
 (a raising callback would put ``str(exc)`` on the wire). Which call a question belongs to is the
 :data:`CURRENT_CALL` the caller set (seen by the callback over HTTP and 2026-07-28 rounds).
+One session may have at most :data:`MAX_PENDING_QUESTIONS` questions waiting for a person; a
+server that asks more at once gets an error reply for each one beyond, and asks no one.
 """
 
 from contextvars import ContextVar
@@ -17,10 +19,19 @@ from pydantic import ValidationError
 
 from meworkd.base.log import get_logger
 
-__all__ = ["CURRENT_CALL", "AskOrigin", "ServerAsksHost", "SessionCallbacks"]
+__all__ = [
+    "CURRENT_CALL",
+    "MAX_PENDING_QUESTIONS",
+    "AskOrigin",
+    "ServerAsksHost",
+    "SessionCallbacks",
+]
 
 log = get_logger("meworkd.asks")
 
+# Elicitation and sampling requests of one session waiting at once: a person answers a few, and
+# a server flooding more must not pile up questions (and their events) without bound.
+MAX_PENDING_QUESTIONS = 8
 # Set by whoever sends a tools/call to what identifies that call (core's in-flight slot).
 CURRENT_CALL: ContextVar[object | None] = ContextVar("meworkd_current_call", default=None)
 LIST_CHANGES: dict[type, str] = {
@@ -70,6 +81,8 @@ class SessionCallbacks:
         self._host = host
         self._server = server
         self._conversation = conversation
+        self._pending = 0  # elicitation and sampling requests waiting for the host's answer
+        self._refusing = False  # over the cap since the last warning (one warning per burst)
 
     def origin(self) -> AskOrigin:
         return AskOrigin(self._server, self._conversation, CURRENT_CALL.get())
@@ -85,9 +98,32 @@ class SessionCallbacks:
             options["sampling_callback"] = self.sampling
         return options
 
+    def _over_cap(self) -> types.ErrorData | None:
+        """The refusal of a question beyond :data:`MAX_PENDING_QUESTIONS`, or None."""
+        if self._pending < MAX_PENDING_QUESTIONS:
+            self._refusing = False
+            return None
+        if not self._refusing:
+            self._refusing = True
+            log.warning(
+                "asks.too_many_pending",
+                server=self._server,
+                conversation=self._conversation,
+                limit=MAX_PENDING_QUESTIONS,
+            )
+        return types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"too many questions pending: meworkd holds at most {MAX_PENDING_QUESTIONS} "
+            "of one session waiting for an answer; ask again once one is answered",
+        )
+
     async def elicitation(
         self, _ctx: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
+        refused = self._over_cap()
+        if refused is not None:
+            return refused
+        self._pending += 1
         try:
             request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
             request.pop("_meta", None)
@@ -96,10 +132,16 @@ class SessionCallbacks:
         except Exception:  # a callback is a boundary: no Python text on the wire
             log.exception("asks.elicitation_failed", server=self._server)
             return _internal()
+        finally:
+            self._pending -= 1
 
     async def sampling(
         self, _ctx: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
+        refused = self._over_cap()
+        if refused is not None:
+            return refused
+        self._pending += 1
         try:
             request = params.model_dump(by_alias=True, mode="json", exclude_none=True)
             request.pop("_meta", None)
@@ -112,6 +154,8 @@ class SessionCallbacks:
         except Exception:  # a callback is a boundary: no Python text on the wire
             log.exception("asks.sampling_failed", server=self._server)
             return _internal()
+        finally:
+            self._pending -= 1
 
     async def list_roots(
         self, _ctx: ClientRequestContext

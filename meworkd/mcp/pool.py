@@ -250,6 +250,10 @@ class SessionPool:
                 error=exc.message,
             )
             raise
+        except anyio.get_cancelled_exc_class():
+            # Cut off while starting (a turn's timeout): its failure quotes what it printed.
+            self.status.cut_off(server, session.stderr_tail)
+            raise
         log.info(
             "session.opened",
             server=server,

@@ -298,6 +298,12 @@ class McpSession:
             http=connected.http if connected is not None else None,
             secrets=self._secrets,
         )
+        if (
+            reason == "auth_required"
+            and self._auth is not None
+            and (why := self._auth.unavailable())
+        ):
+            reason, message = "auth_unavailable", why  # the AS is failing: not a logout
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode
         self.error = message

@@ -5,6 +5,10 @@ connect or to list its tools (conversations.prepare, a turn's discovery, a call 
 had to be opened again) reports it here, once: a ``failed`` event with the classified kind, the
 sentence and the tail of that session's stderr (lines already redacted when they were stored),
 kept as the server's last failure until a later connection of it succeeds. In memory only.
+
+A start-up cut off from outside (a turn's timeout cancels it before the session can word its
+own failure) leaves its stderr lines here (:meth:`ServerStatus.cut_off`); the timeout reported
+next for that server quotes them.
 """
 
 from typing import Any
@@ -27,6 +31,7 @@ class ServerStatus:
     def __init__(self, bus: EventBus) -> None:
         self._bus = bus
         self._last: dict[str, dict[str, Any]] = {}
+        self._cut_off: dict[str, list[str]] = {}  # stderr of a start-up cut off, per server
 
     def publish(self, server: str, conversation: str | None, status: str, **extra: Any) -> None:
         data: dict[str, Any] = {"server": server, "conversation": conversation, "status": status}
@@ -35,6 +40,7 @@ class ServerStatus:
 
     def connected(self, server: str, conversation: str | None) -> None:
         self._last.pop(server, None)  # it connects again: its last failure is over
+        self._cut_off.pop(server, None)
         self.publish(server, conversation, "connected")
 
     def failed(self, server: str, conversation: str | None, exc: MeworkError) -> None:
@@ -43,9 +49,12 @@ class ServerStatus:
         Not a failure of the server: meworkd stopping, or the server disabled meanwhile.
         """
         kind = failure_kind(exc)
+        cut_off = self._cut_off.pop(server, None)
         if isinstance(exc, ShuttingDown) or kind == "disabled":
             return
         raw = exc.data.get("stderrTail")
+        if raw is None and kind == "timeout":
+            raw = cut_off  # the timeout that cut its start-up off: what it printed till then
         tail = [str(line) for line in raw[-FAILURE_TAIL:]] if isinstance(raw, list) else None
         self._last[server] = {
             "kind": kind,
@@ -61,6 +70,12 @@ class ServerStatus:
         last = self._last.get(server)
         return None if last is None else dict(last)
 
+    def cut_off(self, server: str, stderr_tail: list[str]) -> None:
+        """A start-up of ``server`` was cancelled from outside; ``stderr_tail``: its lines so
+        far (already redacted), for the timeout failure reported next."""
+        self._cut_off[server] = list(stderr_tail)
+
     def forget(self, server: str) -> None:
         """Drop the server's failure (it was removed, or renamed: a new name starts afresh)."""
         self._last.pop(server, None)
+        self._cut_off.pop(server, None)

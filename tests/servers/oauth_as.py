@@ -10,6 +10,11 @@ in ``events``. :func:`headless_browser` plays the user. ``hide_s256`` drops
 ``code_challenge_methods_supported`` from the AS metadata. The SDK's ``/token`` has no
 client-credentials grant, so :class:`_Extras` answers it: ``machine_secrets`` (client id ->
 secret) and ``machine_keys`` (client id -> PEM public key, for a signed JWT assertion).
+``refresh_outage``: the next this many grants that renew a token (refresh, client credentials)
+are answered ``503`` (a transient failure of the AS), with ``Retry-After: outage_retry_after``
+when that is set. ``build(registration_ttl=…)``: dynamic
+registrations get a secret that expires after that many seconds (``client_secret_expires_at``),
+enforced at ``/token`` by the SDK.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class FakeAS:
     def __init__(self, issuer: str, access_ttl: int = 30, rotate: bool = True) -> None:
         self.issuer, self.access_ttl, self.rotate = issuer, access_ttl, rotate
         self.fail_refresh, self.skew, self.hide_s256 = False, 0, False
+        self.refresh_outage = 0
+        self.outage_retry_after: int | None = None
         self.machine_secrets: dict[str, str] = {}
         self.machine_keys: dict[str, str] = {}
         self.legacy = False
@@ -169,7 +176,9 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def build(port: int, *, legacy: bool = False, **knobs: Any) -> tuple[Any, FakeAS, str]:
+def build(
+    port: int, *, legacy: bool = False, registration_ttl: int | None = None, **knobs: Any
+) -> tuple[Any, FakeAS, str]:
     """(ASGI app, AS, MCP URL): tools ``whoami`` (scope mcp) and ``admin_tool``.
 
     ``legacy``: a 2025-03-26 server: no metadata at all (every well-known answers 404), so a
@@ -188,7 +197,9 @@ def build(port: int, *, legacy: bool = False, **knobs: Any) -> tuple[Any, FakeAS
             required_scopes=["mcp"],
             validate_token_resource=not legacy,
             client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=["mcp", "admin"]
+                enabled=True,
+                valid_scopes=["mcp", "admin"],
+                client_secret_expiry_seconds=registration_ttl,
             ),
             revocation_options=RevocationOptions(enabled=True),
         ),
@@ -223,7 +234,14 @@ class _Extras:
                 message = await receive()
                 body, more = body + message.get("body", b""), message.get("more_body", False)
             form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-            if form.get("grant_type") == "client_credentials":
+            grant = form.get("grant_type", "")
+            if grant in ("refresh_token", "client_credentials") and self.provider.refresh_outage:
+                self.provider.refresh_outage -= 1
+                self.provider.events.append(f"{grant.replace('_token', '')} -> 503")
+                pause = self.provider.outage_retry_after
+                extra = [] if pause is None else [(b"retry-after", str(pause).encode())]
+                return await _reply(send, 503, {"error": "temporarily_unavailable"}, extra)
+            if grant == "client_credentials":
                 return await _reply(send, *self._machine_token(form))
             return await self.app(scope, _replay(body, receive), send)
         if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
@@ -311,9 +329,12 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
-async def _reply(send: Any, status: int, body: dict[str, Any]) -> None:
+async def _reply(
+    send: Any, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    headers += extra or []
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
 

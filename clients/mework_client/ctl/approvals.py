@@ -97,7 +97,7 @@ def format_audit(result: Any, style: Style = PLAIN) -> str:
                 when(_first(e, "time", "at", "timestamp", "createdAt", "decidedAt")),
                 e.get("conversationId"),
                 e.get("server"),
-                e.get("tool"),
+                e.get("tool") or e.get("name"),  # a server's question: its MCP method
                 Cell(decision, GREEN if decision == "allow" else RED if decision == "deny" else ""),
                 _first(e, "by", "provenance", "decidedBy", "source"),
                 _ms(_first(e, "durationMs", "ms")),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mework_protocol.failures import failure_error, failure_kind
+
 from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, show
 from mework_client.ctl.layout import (
     PLAIN,
@@ -37,8 +39,8 @@ def _problem_text(problem: object) -> str:
 
 
 def _failure_text(r: Mapping[str, Any], style: Style) -> str:
-    kind = f" [{r['reason']}]" if r.get("reason") else ""
-    lines = [style.red(f"{r.get('server') or 'server'}: {r.get('error') or 'failed'}{kind}")]
+    kind = f" [{failure_kind(r)}]" if failure_kind(r) else ""
+    lines = [style.red(f"{r.get('server') or 'server'}: {failure_error(r) or 'failed'}{kind}")]
     tail = [str(x) for x in r.get("stderrTail") or []]
     if tail:
         lines += [style.bold("stderr (last lines):"), *(f"  {x}" for x in tail)]

@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mework_protocol.failures import failure_error, failure_kind
+
 from mework_client.ctl.command import (
     Args,
     Command,
@@ -48,8 +50,8 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
     for failure in items(r, "failures"):
-        kind = f" [{failure['kind']}]" if failure.get("kind") else ""
-        lines.append(style.red(f"{failure.get('server')}: {failure.get('reason')}{kind}"))
+        kind = f" [{failure_kind(failure)}]" if failure_kind(failure) else ""
+        lines.append(style.red(f"{failure.get('server')}: {failure_error(failure)}{kind}"))
     return "\n".join(lines)
 
 

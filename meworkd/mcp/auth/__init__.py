@@ -4,7 +4,13 @@ from meworkd.mcp.auth.bearer import BearerAuth
 from meworkd.mcp.auth.login import login, redirect_port_for
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
 from meworkd.mcp.auth.registry import AUTH_TOPIC, AuthRegistry, uses_oauth
-from meworkd.mcp.auth.server import AUTH_STATES, AuthStatus, LoginRequired, ServerAuth
+from meworkd.mcp.auth.server import (
+    AUTH_STATES,
+    AuthStatus,
+    LoginRequired,
+    RefreshUnavailable,
+    ServerAuth,
+)
 from meworkd.mcp.auth.store import AuthFile, auth_file_for
 
 __all__ = [
@@ -17,6 +23,7 @@ __all__ = [
     "LoginFailed",
     "LoginRequired",
     "LoopbackReceiver",
+    "RefreshUnavailable",
     "ServerAuth",
     "auth_file_for",
     "login",

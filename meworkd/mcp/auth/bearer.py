@@ -5,15 +5,18 @@ adds the server's current token, refreshes once on a 401 through the shared
 :class:`~.server.ServerAuth` (single-flight there), and never starts a login or raises inside
 the transport. A 401 it cannot cure passes through: the request fails and the server's state
 becomes ``required``. A 403 ``insufficient_scope`` notes the scope a step-up login must ask for.
+While the authorization server is failing (a refresh gave up, :class:`~.server.RefreshUnavailable`)
+the stored token goes as it is: the server's 401 fails this request and changes nothing else.
 """
 
+import time
 from collections.abc import AsyncGenerator
 
 import httpx2
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 
 from meworkd.base.errors import ServerUnavailable
-from meworkd.mcp.auth.server import ServerAuth
+from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
 
 __all__ = ["BearerAuth"]
 
@@ -27,6 +30,12 @@ class BearerAuth(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         try:
             token = await self.server.token()
+        except RefreshUnavailable:
+            # Not a logout: no login is started, and no second refresh on the 401.
+            if (held := self.server.current()) is not None:
+                request.headers["Authorization"] = f"Bearer {held}"
+            yield request
+            return
         except (ServerUnavailable, httpx2.HTTPError):
             # No login (yet): the request goes as is. A server that needs none answers it; one
             # that does answers 401 (``required``), which fails this request, never a browser.
@@ -54,6 +63,13 @@ class BearerAuth(httpx2.Auth):
             return
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
+
+    def unavailable(self) -> str | None:
+        """Why a 401 of the server is no logout: the authorization server is failing and the
+        login is kept (the error of the refresh that gave up), else None."""
+        if time.monotonic() >= self.server.retry_not_before:
+            return None
+        return self.server.error or "the authorization server is failing"
 
     async def _stepped_up(self, response: httpx2.Response) -> bool:
         """Ask for the union of granted and challenged scopes (a login: ``server.auth``

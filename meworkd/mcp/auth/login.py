@@ -10,6 +10,8 @@ the code exchange. meworkd's part, filling its gaps (notes/oauth.md §2.3):
 * a configured or step-up scope survives (the SDK overwrites it from the 401, G11): the scope
   is put into that 401 challenge, which the SDK takes as authoritative;
 * a registration made for another redirect port is dropped, so the SDK registers again (G9);
+  so is one whose secret expires (``client_secret_expires_at``) before the login could end
+  (the SDK would present the dead secret and fail at the code exchange);
 * the discovered token and revocation endpoints are kept for refreshes (G4, G12);
 * the wait for the browser is bounded (:class:`~.loopback.LoopbackReceiver`).
 """
@@ -23,6 +25,7 @@ from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import OAuthClientMetadata
 
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
+from meworkd.mcp.auth.replies import registration_expired
 from meworkd.mcp.auth.server import ServerAuth
 from meworkd.settings import OAuthConfig
 
@@ -42,8 +45,11 @@ def redirect_port_for(auth: ServerAuth, oauth: OAuthConfig | None) -> int:
     return 0
 
 
-def _adopt_client(auth: ServerAuth, oauth: OAuthConfig | None, redirect_uri: str) -> None:
-    """A pre-registered client from the settings wins; a registration for another port goes."""
+def _adopt_client(
+    auth: ServerAuth, oauth: OAuthConfig | None, redirect_uri: str, wait_seconds: float
+) -> None:
+    """A pre-registered client from the settings wins; a registration for another port goes,
+    and so does one whose secret would expire before the code is redeemed."""
     if oauth is not None and oauth.client_id:
         auth.state["client"] = {
             "client_id": oauth.client_id,
@@ -53,7 +59,10 @@ def _adopt_client(auth: ServerAuth, oauth: OAuthConfig | None, redirect_uri: str
         }
         return
     client = auth.state.get("client")
-    if client and redirect_uri not in client.get("redirect_uris", []):
+    if not client:
+        return
+    other_port = redirect_uri not in client.get("redirect_uris", [])
+    if other_port or registration_expired(client, within=wait_seconds + LOGIN_HTTP_TIMEOUT):
         auth.state.pop("client")
 
 
@@ -76,11 +85,12 @@ async def login(
     """
     try:
         async with LoopbackReceiver(redirect_port_for(auth, oauth), wait_seconds) as receiver:
-            await _run_flow(auth, oauth, receiver, on_url)
+            await _run_flow(auth, oauth, receiver, on_url, wait_seconds)
     except LoginFailed as exc:
         auth.set_phase("failed", exc.message)
         raise
     auth.step_up_scope = None
+    auth.retry_not_before = 0.0  # the AS answered: no outage to wait out
     auth.set_phase("authorized")
 
 
@@ -89,8 +99,9 @@ async def _run_flow(
     oauth: OAuthConfig | None,
     receiver: LoopbackReceiver,
     on_url: Callable[[str], Awaitable[None]],
+    wait_seconds: float,
 ) -> None:
-    _adopt_client(auth, oauth, receiver.redirect_uri)
+    _adopt_client(auth, oauth, receiver.redirect_uri, wait_seconds)
     scope = _wanted_scope(auth, oauth)
     provider: OAuthClientProvider
 

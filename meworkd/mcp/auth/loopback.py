@@ -57,10 +57,12 @@ class LoopbackReceiver:
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await self._listener.aclose()
+        try:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+        finally:  # also when the login itself is cancelled (its server removed, a shutdown)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._listener.aclose()
 
     async def _handle(self, stream: ByteStream) -> None:
         async with stream:

@@ -7,6 +7,8 @@ assertion builder (``SignedJWTParameters``, ``private_key_jwt``, RFC 7523). The 
 is meworkd's: the SDK's ``ClientCredentialsOAuthProvider`` would sit on the sessions (G5-G10)
 and needs the issuer up front (G14). The secret or key stays in the settings; only the tokens
 and the discovered endpoints are stored. When the token expires, the grant simply runs again.
+A network error or a 5xx/429 raises :class:`~.server.RefreshUnavailable`, which
+:meth:`~.server.ServerAuth.run_machine` retries with the refresh's backoff.
 """
 
 from urllib.parse import urlsplit
@@ -24,7 +26,8 @@ from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
 from meworkd.mcp.auth.loopback import LoginFailed
-from meworkd.mcp.auth.server import ServerAuth
+from meworkd.mcp.auth.replies import retry_after, transient_reply
+from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
 from meworkd.settings import OAuthConfig
 
 __all__ = ["client_credentials"]
@@ -82,6 +85,10 @@ async def client_credentials(auth: ServerAuth, oauth: OAuthConfig) -> None:
     """Get a token with the client-credentials grant and store it (the caller holds the lock)."""
     try:
         metadata, resource = await _discover(auth)
+    except httpx2.TransportError as exc:
+        raise RefreshUnavailable(
+            f"the server or its authorization server is unreachable ({type(exc).__name__})"
+        ) from None
     except (ValidationError, ValueError, httpx2.HTTPError) as exc:
         raise LoginFailed(
             f"discovering the authorization server failed ({type(exc).__name__})"
@@ -95,10 +102,18 @@ async def client_credentials(auth: ServerAuth, oauth: OAuthConfig) -> None:
     try:
         headers = await _client_authentication(oauth, issuer, data)
         reply = await auth.http.post(token_endpoint, data=data, headers=headers)
+    except httpx2.TransportError as exc:
+        raise RefreshUnavailable(
+            f"the authorization server is unreachable ({type(exc).__name__})"
+        ) from None
     except httpx2.HTTPError:
         raise LoginFailed("the authorization server is unreachable") from None
     except (ValueError, TypeError, PyJWTError):
         raise LoginFailed("oauth.privateKey: not a usable PEM key for the algorithm") from None
+    if transient_reply(reply):
+        # A passing failure: ServerAuth tries again after a backoff; the state is not failed.
+        auth.pause_hint = retry_after(reply)
+        raise RefreshUnavailable(f"the authorization server answered HTTP {reply.status_code}")
     if reply.status_code != 200:
         raise LoginFailed(f"the authorization server refused the client (HTTP {reply.status_code})")
     revocation = metadata.revocation_endpoint if metadata else None

@@ -41,6 +41,7 @@ class _Login:
         self.url_known = anyio.Event()
         self.done = anyio.Event()
         self.error: LoginFailed | None = None
+        self.scope = anyio.CancelScope()  # cancelled when its server is removed
 
 
 def uses_oauth(config: ServerConfig) -> bool:
@@ -151,10 +152,12 @@ class AuthRegistry:
         if auth is None or self._tg is None:
             raise LoginFailed(f"{name} does not log in with OAuth")
         if auth.machine is not None:
+            auth.retry_not_before = 0.0  # asked by a person: try the AS now
             async with auth.lock:
-                await auth.machine()  # no person: a fresh token each time it is asked for
+                await auth.run_machine()  # no person: a fresh token each time it is asked for
             return {"state": "authorized"}
         if auth.step_up_scope is None:
+            auth.retry_not_before = 0.0  # asked by a person: try the AS now, not after a pause
             try:
                 with anyio.fail_after(REFRESH_TIMEOUT):
                     await auth.token()
@@ -190,7 +193,8 @@ class AuthRegistry:
             running.url_known.set()  # auth is "pending" with the URL: the event went out
 
         try:
-            await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
+            with running.scope:
+                await login(auth, oauth, publish_url, wait_seconds=LOGIN_WAIT_SECONDS)
         except LoginFailed as exc:
             running.error = exc
         finally:
@@ -216,3 +220,33 @@ class AuthRegistry:
         revoked = await auth.logout()
         self._on_tokens()
         return revoked
+
+    async def forget(
+        self, name: str, config: ServerConfig, remaining: Mapping[str, ServerConfig]
+    ) -> bool:
+        """``servers.remove`` of ``name``: revoke and delete its login and registration, unless
+        an entry in ``remaining`` (the settings after the removal) logs in to the same URL.
+        Returns whether anything was deleted. (A hand edit that drops the entry keeps them, for
+        a re-add: only this explicit removal deletes, as ``claude mcp remove`` does.)"""
+        try:
+            config = expand_server(name, config, self._environ)
+        except InvalidSettings:
+            return False  # no URL to know its file by; nothing was ever stored under it then
+        url = config.url
+        if not uses_oauth(config) or url is None or self._http is None:
+            return False
+        for other, kept in remaining.items():
+            try:
+                if uses_oauth(kept) and expand_server(other, kept, self._environ).url == url:
+                    return False  # shared with another entry: still its login
+            except InvalidSettings:
+                continue
+        auth = self.server(name, config)
+        assert auth is not None
+        for table in (self._servers, self._names, self._oauth):
+            table.pop(url, None)
+        if (running := self._logins.pop(url, None)) is not None:
+            running.scope.cancel()
+        await auth.forget()
+        self._on_tokens()
+        return True

@@ -11,13 +11,19 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 * refreshes single-flight under one lock, a little before expiry, or once on a 401;
 * on ``invalid_grant`` drops the tokens once and moves to ``required`` (no loop, no browser);
   on ``invalid_client`` also drops the registration, so the next login registers again;
-* revokes (RFC 7009) on logout where the AS advertises it.
+* retries a refresh that met a network error or a 5xx/429 after a short backoff, then gives up
+  for a while (:data:`REFRESH_COOLDOWN`) keeping the tokens: an outage of the AS is not a
+  logout, and the sessions are not made to hammer it;
+* never presents a client secret past its ``client_secret_expires_at`` (RFC 7591): the
+  registration is dropped and the next login registers again;
+* revokes (RFC 7009) on logout where the AS advertises it, and on :meth:`ServerAuth.forget`
+  (``servers.remove``) deletes the file too.
 """
 
 import base64
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -25,14 +31,32 @@ import httpx2
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from meworkd.base.errors import ServerUnavailable
+from meworkd.mcp.auth.replies import oauth_error, registration_expired, retry_after, transient_reply
 from meworkd.mcp.auth.store import AuthFile
 
-__all__ = ["AUTH_STATES", "AuthStatus", "LoginRequired", "ServerAuth"]
+__all__ = [
+    "AUTH_STATES",
+    "AuthStatus",
+    "LoginRequired",
+    "RefreshUnavailable",
+    "ServerAuth",
+]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
 REFRESH_LEEWAY_MAX = 60.0  # seconds before expiry a token is refreshed (clock skew, latency)
+# Waits between the attempts of one refresh that met a network error or a 5xx/429: four
+# attempts over about 7 s, inside the caller's own timeout (a turn's, a call's).
+REFRESH_RETRY_DELAYS = (1.0, 2.0, 4.0)
+# After a refresh gave up: no new attempt for this long; sessions use the token they have.
+REFRESH_COOLDOWN = 30.0
+# The longest pause a Retry-After of the AS may ask for (a wrong header must not lock us out).
+RETRY_AFTER_MAX = 600.0
+# A registration whose secret expires within this many seconds is not used for a refresh.
+REGISTRATION_LEEWAY = 30.0
+REVOKE_TIMEOUT = 5.0  # seconds for the best-effort revocations of a logout or a removal
 _DEAD_GRANT = ("invalid_grant", "invalid_client", "unauthorized_client")
 
+_T = TypeVar("_T")
 AuthStatus = dict[str, Any]  # {"state", "scopes"?, "expiresAt"?, "error"?}: never a token
 
 
@@ -40,6 +64,12 @@ class LoginRequired(ServerUnavailable):
     """The server needs a login (no tokens, or the refresh token was refused)."""
 
     kind = "auth_required"
+
+
+class RefreshUnavailable(ServerUnavailable):
+    """A refresh could not reach a working authorization server: the login is kept."""
+
+    kind = "auth_unavailable"
 
 
 class ServerAuth:
@@ -68,6 +98,13 @@ class ServerAuth:
         self.machine: Callable[[], Awaitable[None]] | None = None
         # Starts a login (or joins the running one) for a session; set when it can.
         self.request_login: Callable[[], anyio.Event] | None = None
+        self.retry_delays = REFRESH_RETRY_DELAYS
+        self.retry_cooldown = REFRESH_COOLDOWN
+        # time.monotonic() before which no refresh is tried (after one gave up on the AS).
+        self.retry_not_before = 0.0
+        self.pause_hint: float | None = None  # the last failed answer's Retry-After, seconds
+        self.failing = "the authorization server is failing"  # the last failed attempt, said
+        self.forgotten = False  # servers.remove deleted it: nothing is written any more
 
     # -- status -----------------------------------------------------------------------------
     def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
@@ -92,7 +129,8 @@ class ServerAuth:
 
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> None:
-        self.file.save(self.state)
+        if not self.forgotten:
+            self.file.save(self.state)
 
     def store_tokens(self, token: OAuthToken) -> None:
         old = self.state.get("tokens") or {}
@@ -142,12 +180,13 @@ class ServerAuth:
         """A usable access token; one refresh at most for all concurrent callers.
 
         ``rejected``: the token a server just answered 401 to; refreshed unless someone else
-        already replaced it. Raises :class:`LoginRequired` when only a login can help.
+        already replaced it. Raises :class:`LoginRequired` when only a login can help, and
+        :class:`RefreshUnavailable` when the AS is failing and the stored token has expired.
         """
         async with self.lock:
             tokens = self.state.get("tokens")
             if not tokens and self.machine is not None:
-                await self.machine()
+                await self.run_machine()
                 return str(self.state["tokens"]["access_token"])
             if not tokens:
                 raise LoginRequired(f"{self.server_url} needs a login")
@@ -155,34 +194,93 @@ class ServerAuth:
                 return fresh
             if rejected is not None and tokens["access_token"] != rejected:
                 return str(tokens["access_token"])  # refreshed while this caller waited
-            await self._refresh()
+            try:
+                await self._refresh()
+            except RefreshUnavailable:
+                expires_at = tokens.get("expires_at")
+                if rejected is None and expires_at is not None and expires_at > time.time():
+                    return str(tokens["access_token"])  # early refresh failed: still valid
+                raise
             return str(self.state["tokens"]["access_token"])
 
     async def _refresh(self) -> None:
         tokens, endpoints = self.state["tokens"], self.state.get("as") or {}
         if not tokens.get("refresh_token") and self.machine is not None:
-            await self.machine()
+            await self.run_machine()
             return
         if not tokens.get("refresh_token") or not endpoints.get("token_endpoint"):
             # Never a guessed endpoint (G4): without the discovered one only a login helps.
             raise self._drop("no refresh token")
+        if registration_expired(self.state.get("client") or {}, REGISTRATION_LEEWAY):
+            # Its refresh token is bound to that client: only a login with a new one helps.
+            self.state.pop("client", None)
+            raise self._drop("the client registration expired; log in again to register anew")
         data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
         if endpoints.get("resource"):
             data["resource"] = endpoints["resource"]
-        self.refreshes += 1
-        response = await self.http.post(
-            endpoints["token_endpoint"], data=data, headers=self.client_auth(data)
-        )
+        response = await self._post_refresh(endpoints["token_endpoint"], data)
         if response.status_code == 200:
             self.store_tokens(OAuthToken.model_validate_json(response.content))
             self.set_phase("authorized")
             return
-        error = _oauth_error(response)
+        error = oauth_error(response)
         if error in _DEAD_GRANT:
             if error != "invalid_grant":
                 self.state.pop("client", None)  # the AS forgot us: the next login registers
             raise self._drop(f"the authorization server refused the refresh ({error})")
         raise LoginRequired(f"refreshing the token failed (HTTP {response.status_code})")
+
+    async def _post_refresh(self, url: str, data: dict[str, str]) -> httpx2.Response:
+        headers = self.client_auth(data)
+
+        async def attempt() -> httpx2.Response:
+            try:
+                response = await self.http.post(url, data=data, headers=headers)
+            except httpx2.TransportError as exc:
+                raise RefreshUnavailable(
+                    f"the authorization server is unreachable ({type(exc).__name__})"
+                ) from None
+            if transient_reply(response):
+                self.pause_hint = retry_after(response)
+                raise RefreshUnavailable(
+                    f"the authorization server answered HTTP {response.status_code}"
+                )
+            return response
+
+        return await self.patiently("refreshing the token", attempt)
+
+    async def run_machine(self) -> None:
+        """The client-credentials grant (its renewal), with the refresh's backoff and pause."""
+        assert self.machine is not None
+        await self.patiently("getting a token", self.machine)
+
+    async def patiently(self, what: str, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt`` (one exchange with the AS) again after each of ``retry_delays``
+        while it raises :class:`RefreshUnavailable` (network, 5xx, 429); then no attempt for
+        ``retry_cooldown`` (sessions use what they have), the tokens kept, the reason shown."""
+        if time.monotonic() < self.retry_not_before:
+            raise RefreshUnavailable(self.error or self.failing)
+        why, self.pause_hint = "no answer", None
+        for delay in (*self.retry_delays, None):
+            self.refreshes += 1
+            try:
+                result = await attempt()
+            except RefreshUnavailable as exc:
+                why = exc.message
+                self.failing = f"{what} failed: {why}"
+            else:
+                self.retry_not_before = 0.0
+                return result
+            if delay is None or (self.pause_hint or 0.0) > delay:
+                break  # the AS asked for a longer pause than the next wait: honour it
+            # A caller whose timeout ends this wait leaves it in force for the next caller.
+            self.retry_not_before = time.monotonic() + delay
+            await anyio.sleep(delay)
+        pause = max(self.retry_cooldown, min(self.pause_hint or 0.0, RETRY_AFTER_MAX))
+        self.retry_not_before = time.monotonic() + pause
+        message = f"{what} failed: {why}; the login is kept and retried later"
+        self.set_phase(self.phase, message, self.authorization_url)
+        raise RefreshUnavailable(message)
 
     def client_auth(self, data: dict[str, str]) -> dict[str, str]:
         """Client authentication as registered: none, client_secret_post or client_secret_basic."""
@@ -203,6 +301,7 @@ class ServerAuth:
         """Forget the dead tokens once (stored too) and say a login is needed."""
         self.state.pop("tokens", None)
         self.save()
+        self.retry_not_before = 0.0  # no outage any more: a login is what is missing
         self.set_phase("required", why)
         return LoginRequired(f"{self.server_url} needs a login: {why}")
 
@@ -212,9 +311,34 @@ class ServerAuth:
         Returns whether the AS accepted a revocation.
         """
         async with self.lock:
-            tokens = self.state.get("tokens") or {}
-            endpoint = (self.state.get("as") or {}).get("revocation_endpoint")
-            revoked = False
+            revoked = await self._revoke()
+            self.state.pop("tokens", None)
+            self.save()
+            self.retry_not_before = 0.0
+            self.set_phase("none")
+            return revoked
+
+    async def forget(self) -> bool:
+        """``servers.remove``: revoke (best effort), then delete the tokens, the registration
+        and the file; this object writes nothing afterwards (a session still holding it, or a
+        login that was running, cannot bring the file back). Returns whether a revocation was
+        accepted."""
+        async with self.lock:
+            revoked = await self._revoke()
+            self.forgotten = True
+            self.on_change = lambda _auth: None  # the name is gone: no more server.auth
+            self.request_login = self.machine = None
+            self.state.clear()
+            self.file.remove()
+            self.phase, self.error, self.authorization_url = "none", None, None
+            return revoked
+
+    async def _revoke(self) -> bool:
+        """RFC 7009 for the refresh and the access token, bounded; whether one was accepted."""
+        tokens = self.state.get("tokens") or {}
+        endpoint = (self.state.get("as") or {}).get("revocation_endpoint")
+        revoked = False
+        with anyio.move_on_after(REVOKE_TIMEOUT):
             for hint in ("refresh_token", "access_token"):
                 if tokens.get(hint) and endpoint:
                     data = {"token": tokens[hint], "token_type_hint": hint}
@@ -225,19 +349,4 @@ class ServerAuth:
                         revoked = revoked or reply.status_code == 200
                     except httpx2.HTTPError:
                         pass  # revocation is best effort; the tokens are forgotten anyway
-            self.state.pop("tokens", None)
-            self.save()
-            self.set_phase("none")
-            return revoked
-
-
-def _oauth_error(response: httpx2.Response) -> str | None:
-    """The ``error`` code of an OAuth error reply (RFC 6749 §5.2), if it has one."""
-    if not response.headers.get("content-type", "").startswith("application/json"):
-        return None
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error if isinstance(error, str) else None
+        return revoked

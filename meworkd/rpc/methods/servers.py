@@ -98,7 +98,10 @@ async def replace(s: Services, _conn: Connection, p: params.ReplaceServerParams)
 
 @group.add("servers.remove", params.NameParams)
 async def remove(s: Services, _conn: Connection, p: params.NameParams) -> dict[str, Any]:
+    config = s.store.settings.servers.get(p.name)
     await s.store.mutate(lambda doc: edits.remove_server(doc, p.name))
+    if config is not None:  # its stored OAuth login and registration go too (issue 16)
+        await s.auth.forget(p.name, config, s.store.settings.servers)
     s.logs.forget(p.name)
     s.inventory.forget(p.name)
     touched = s.live().state.replace_server_in_selections(p.name, None)
