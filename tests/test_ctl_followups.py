@@ -320,3 +320,24 @@ def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> 
             capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT, check=True,
         )  # fmt: skip
         assert done.stdout.split() == ["comp-a"]
+
+
+def test_servers_logs_says_when_there_is_nothing_to_show(daemon: Daemon) -> None:
+    ok(daemon, "servers", "add", "quiet", "--", *KITCHEN)
+    done = run_ctl(daemon, "servers", "logs", "quiet")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "",
+        "no stderr lines from quiet (yet)\n",
+    )
+    assert ok_json(daemon, "servers", "logs", "quiet")["lines"] == []  # --json: the result only
+    follow = subprocess.Popen(
+        [str(MEWORKCTL), "--socket", str(daemon.socket), "servers", "logs", "quiet", "-f"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=daemon.env(),
+    )  # fmt: skip
+    try:
+        assert follow.stderr is not None
+        assert follow.stderr.readline() == "Following quiet's stderr (Ctrl-C to stop)…\n"
+    finally:
+        follow.terminate()
+        follow.communicate(timeout=RUN_TIMEOUT)

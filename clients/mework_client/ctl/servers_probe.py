@@ -145,6 +145,7 @@ def _run_logs(cmd: Command, ctx: Ctx) -> int:
         result = client.call("servers.logs", cmd.params(ctx.args))
         for entry in obj(result).get("lines") or []:
             _print_log_line(ctx, entry)
+        ctx.note(f"Following {ctx.args.name}'s stderr (Ctrl-C to stop)…")  # as events says
         for _topic, data in client.events(topics):
             if obj(data).get("server") == ctx.args.name:
                 _print_log_line(ctx, data)
