@@ -341,3 +341,12 @@ def test_servers_logs_says_when_there_is_nothing_to_show(daemon: Daemon) -> None
     finally:
         follow.terminate()
         follow.communicate(timeout=RUN_TIMEOUT)
+
+
+def test_a_call_meworkd_refuses_is_not_blamed_on_the_tool(daemon: Daemon) -> None:
+    ok(daemon, "conv", "create", "--id", "c-none")  # no servers: the turn dials nothing
+    turn = ok_json(daemon, "turn", "begin", "c-none")["turnId"]
+    done = run_ctl(daemon, "call", turn, "mcp__nope", "{}")
+    assert done.returncode == 1
+    assert done.stdout.startswith("Unknown tool 'mcp__nope'")
+    assert done.stderr == "meworkctl: the call ended in an error (isError)\n"

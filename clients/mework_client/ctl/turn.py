@@ -105,7 +105,8 @@ def _cancelled(result: Any, args: Args, style: Style) -> str:
 
 
 def _call_failed(result: Any) -> str | None:
-    return "the tool reported an error (isError)" if obj(result).get("isError") else None
+    # Denials, unknown names and timeouts are isError results too: not always the tool's error.
+    return "the call ended in an error (isError)" if obj(result).get("isError") else None
 
 
 def _run_call(cmd: Command, ctx: Ctx) -> int:
