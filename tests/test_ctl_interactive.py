@@ -85,7 +85,7 @@ def test_edit_reopens_with_the_error_then_saves_a_replacement(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ok  saved ed\n"
     assert json.loads(seen[0]) == shown  # as servers.get shows it: the secret masked
-    assert seen[1].startswith("// meworkctl: not valid JSON: ")
+    assert seen[1].startswith("// meworkctl: the entry is not valid JSON: ")
     assert seen[1].splitlines()[-1] == "{oops"  # the text is kept, the old error is not
     assert seen[2].startswith("// meworkctl: ")
     assert "timeoutSeconds" in seen[2].split("\n{")[0]

@@ -19,7 +19,7 @@ from mework_client.ctl.completion import completion_script
 from mework_client.ctl.layout import plural
 from mework_client.ctl.parser import build_parser
 from mework_client.ctl.progress import CLEAR, Progress
-from mework_client.ctl.servers_edit import editor_command, replacement_patch, strip_error_comment
+from mework_client.ctl.servers_edit import editor_command, shift_lines, strip_error_comment
 
 RUN_TIMEOUT = 30
 
@@ -164,13 +164,10 @@ def test_editor_is_visual_then_editor_then_a_default(monkeypatch: pytest.MonkeyP
         editor_command()
 
 
-def test_edit_helpers_replace_and_strip_only_their_own_comment() -> None:
-    old = {"command": "x", "description": "d", "env": {"A": "1"}}
-    assert replacement_patch(old, {"command": "y", "env": {}}) == {
-        "description": None,
-        "command": "y",
-        "env": {},
-    }
+def test_edit_helpers_shift_the_line_and_strip_only_their_own_comment() -> None:
+    problem = "the entry is not valid JSON: Expecting value at line 3, column 5 (invalid_params)"
+    assert shift_lines(problem, 3, 2) == problem.replace("line 3,", "line 5,")
+    assert shift_lines(problem, None, 2) == problem
     text = "// meworkctl: not valid JSON\n// meworkctl: fix it\n// mine\n{}\n"
     assert strip_error_comment(text) == "// mine\n{}\n"
 

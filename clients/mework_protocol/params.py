@@ -32,6 +32,7 @@ __all__ = [
     "PresetParams",
     "ReadResourceParams",
     "RenameParams",
+    "ReplaceServerParams",
     "RespondParams",
     "SamplingRespondParams",
     "SubscribeParams",
@@ -68,6 +69,11 @@ class AddServerParams(_Params):
 class UpdateServerParams(_Params):
     name: str
     patch: dict[str, Any]
+
+
+class ReplaceServerParams(_Params):
+    name: str
+    text: str
 
 
 class RenameParams(_Params):

@@ -27,6 +27,7 @@ __all__ = [
     "remove_preset",
     "remove_server",
     "rename_server",
+    "replace_server",
     "servers_of",
     "set_mcp_options",
     "set_preset",
@@ -98,6 +99,13 @@ def update_server(doc: dict[str, Any], name: str, patch: Mapping[str, Any]) -> d
     if "url" in patch and "type" not in patch and entry.get("command") is None:
         entry.pop("type", None)  # re-infer the transport from the new shape
     servers_of(doc)[name] = normalized(name, entry, _entry(doc, name))
+    return servers_of(doc)[name]  # type: ignore[no-any-return]
+
+
+def replace_server(doc: dict[str, Any], name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Store ``entry`` as the whole entry: keys it leaves out are removed (masks keep secrets)."""
+    stored = _entry(doc, name)
+    servers_of(doc)[name] = normalized(name, entry, stored)
     return servers_of(doc)[name]  # type: ignore[no-any-return]
 
 

@@ -287,7 +287,12 @@ COMMANDS: tuple[Command, ...] = (
         "meworkctl audit --conversation chat-1 --limit 20",
         method="audit.list",
         args=(
-            arg("--conversation", metavar="ID", help="only this conversation"),
+            arg(
+                "--conversation",
+                metavar="ID",
+                help="only this conversation",
+                complete="conversations",
+            ),
             arg("--limit", type=int, metavar="N", help="at most N entries (default 100)"),
         ),
         params=pick(conversationId="conversation", limit="limit"),

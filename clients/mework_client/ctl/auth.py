@@ -11,7 +11,7 @@ from typing import Any
 
 from mework_client.ctl.command import EXIT_ERROR, EXIT_OK, Command, Ctx, arg, pick
 from mework_client.ctl.layout import dumps, obj
-from mework_client.ctl.servers import NAME
+from mework_client.ctl.servers import DIALING, NAME
 
 __all__ = ["COMMANDS"]
 
@@ -41,7 +41,11 @@ def _run_login(cmd: Command, ctx: Ctx) -> int:
     with ctx.connect(stream=True) as client:
         # Subscribe first so that the outcome cannot fall between the reply and the stream.
         client.call("events.subscribe", {"topics": ["server.auth"]})
-        started = obj(client.call("servers.login", {"name": ctx.args.name}))
+        from mework_client.ctl.progress import Progress
+
+        # Discovery and client registration dial the server and its authorization server.
+        with Progress(ctx.err, cmd.progress.format_map(vars(ctx.args))):
+            started = obj(client.call("servers.login", {"name": ctx.args.name}))
         if started.get("state") == "authorized":
             ctx.emit(started, lambda: f"{ctx.args.name}: logged in")
             return EXIT_OK
@@ -85,6 +89,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         run=_run_login,
         wait=True,
+        progress=DIALING,
         details="Prints the authorization URL and waits until the browser comes back to "
         "http://127.0.0.1:PORT/callback on the daemon's machine. Over SSH: "
         "ssh -L PORT:127.0.0.1:PORT host, then --redirect-port PORT.",
@@ -96,6 +101,7 @@ COMMANDS: tuple[Command, ...] = (
         method="servers.logout",
         args=(NAME,),
         params=pick(name="name"),
+        progress="logging out of {name}",  # revoking the tokens asks the authorization server
         render=lambda r, a, _style: (
             f"{a.name}: logged out" + (" (tokens revoked)" if obj(r).get("revoked") else "")
         ),

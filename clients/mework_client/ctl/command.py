@@ -162,17 +162,19 @@ if TYPE_CHECKING:
 
 
 class Arg:
-    """The arguments of one ``add_argument`` call."""
+    """The arguments of one ``add_argument`` call; ``complete`` names what the shell completion
+    offers for its value from the daemon: ``servers``, ``conversations`` or ``presets``."""
 
-    __slots__ = ("names", "options")
+    __slots__ = ("complete", "names", "options")
 
-    def __init__(self, names: tuple[str, ...], options: dict[str, Any]) -> None:
+    def __init__(self, names: tuple[str, ...], options: dict[str, Any], complete: str = "") -> None:
         self.names = names
         self.options = options
+        self.complete = complete
 
 
-def arg(*names: str, **options: Any) -> Arg:
-    return Arg(names, options)
+def arg(*names: str, complete: str = "", **options: Any) -> Arg:
+    return Arg(names, options, complete)
 
 
 def _no_params(_args: Args) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ import argparse
 import shlex
 from collections.abc import Mapping, Sequence
 
-from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg
+from mework_client.ctl.command import EXIT_OK, Arg, Command, Ctx, arg
 
 __all__ = ["COMMANDS", "SHELLS", "bash_completion", "completion_script"]
 
@@ -27,8 +27,24 @@ class _Node:
         self.choices: dict[str, list[str]] = {}  # option or #index -> words
 
 
+def _dest(a: Arg) -> str:
+    """The attribute argparse stores ``a`` in."""
+    if "dest" in a.options:
+        return str(a.options["dest"])
+    long = [n for n in a.names if n.startswith("--")] or [a.names[0]]
+    return long[0].lstrip("-").replace("-", "_")
+
+
+def _dynamic(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """Per destination, the ``@KIND`` word that makes the script ask the daemon for names."""
+    spec = parser.get_default("spec")
+    arguments: tuple[Arg, ...] = spec.args if isinstance(spec, Command) else ()
+    return {_dest(a): [f"@{a.complete}"] for a in arguments if a.complete}
+
+
 def _walk(parser: argparse.ArgumentParser, path: str, nodes: dict[str, _Node]) -> None:
     node = nodes.setdefault(path, _Node())
+    dynamic = _dynamic(parser)
     fixed: int | None = 0  # positionals so far, while they all take exactly one word
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -44,9 +60,13 @@ def _walk(parser: argparse.ArgumentParser, path: str, nodes: dict[str, _Node]) -
                 for option in action.option_strings:
                     if action.choices:
                         node.choices[option] = [str(c) for c in action.choices]
+                    elif action.dest in dynamic:
+                        node.choices[option] = dynamic[action.dest]
         elif fixed is not None:
             if action.choices:
                 node.choices[f"#{fixed}"] = [str(c) for c in action.choices]
+            elif action.dest in dynamic:
+                node.choices[f"#{fixed}"] = dynamic[action.dest]
             fixed = fixed + 1 if action.nargs is None else None
 
 
@@ -89,6 +109,7 @@ _meworkctl() {
         words="$(_meworkctl_words commands "$path")"
         [[ -n $words ]] || words="$(_meworkctl_choices "$path" "#$npos")"
     fi
+    [[ $words == @* ]] && words="$(_meworkctl_names "${words#@}")"
     [[ -n $words ]] && COMPREPLY=($(compgen -W "$words" -- "$cur"))
     return 0
 }
@@ -162,5 +183,7 @@ COMMANDS: tuple[Command, ...] = (
         "  meworkctl completion fish | source",
         run=_run_completion,
         args=(arg("shell", choices=SHELLS, help="the shell: " + ", ".join(SHELLS)),),
+        details="Server names, conversation ids and preset names are completed from the "
+        "running daemon (meworkctl --json servers|conv|presets list).",
     ),
 )

@@ -9,8 +9,21 @@ the next positional, and fall back to file names.
 
 __all__ = ["FISH", "SH_LOOKUPS", "ZSH"]
 
+# A choice "@servers" (or conversations, presets) stands for the names the daemon has now.
+NAMES_SH = r"""
+_meworkctl_names() {
+    # $1: servers|conversations|presets: their names, asked of the running daemon (its JSON
+    # lists them one key a line, six spaces in: nested objects' keys are further in)
+    local key=name group="$1"
+    [[ $1 == conversations ]] && { key=id; group=conv; }
+    command meworkctl --json "$group" list 2>/dev/null |
+        sed -n "s/^      \"$key\": \"\(.*\)\",\{0,1\}$/\1/p"
+}
+"""
+
 # The word tables as shell functions: the same text serves bash and zsh.
-SH_LOOKUPS = """\
+SH_LOOKUPS = (
+    """\
 _meworkctl_words() {
     # $1: commands|options|valued, $2: the command path
     case "$1:$2" in
@@ -25,6 +38,8 @@ _meworkctl_choices() {
     esac
 }
 """
+    + NAMES_SH
+)
 
 ZSH = (
     """\
@@ -61,6 +76,9 @@ _meworkctl() {
         candidates=(${=$(_meworkctl_words commands "$cmdpath")})
         (( ${#candidates} )) || candidates=(${=$(_meworkctl_choices "$cmdpath" "#$npos")})
     fi
+    if [[ ${candidates[1]} == @* ]]; then
+        candidates=(${(f)"$(_meworkctl_names ${candidates[1]#@})"})
+    fi
     if (( ${#candidates} )); then
         compadd -a candidates
     else
@@ -93,6 +111,18 @@ function __meworkctl_choices
     switch "$argv[1]:$argv[2]"
 %(choices)s
     end
+end
+
+function __meworkctl_names
+    # $argv[1]: servers|conversations|presets: their names, asked of the running daemon
+    set -l key name
+    set -l group $argv[1]
+    if test "$argv[1]" = conversations
+        set key id
+        set group conv
+    end
+    command meworkctl --json $group list 2>/dev/null |
+        string replace -rf '^      "'$key'": "(.*)",?$' '$1'
 end
 
 function __meworkctl_complete
@@ -129,6 +159,9 @@ function __meworkctl_complete
     else
         set candidates (__meworkctl_words commands "$cmdpath")
         test -n "$candidates"; or set candidates (__meworkctl_choices "$cmdpath" "#$npos")
+    end
+    if string match -q -- '@*' "$candidates[1]"
+        set candidates (__meworkctl_names (string sub -s 2 -- $candidates[1]))
     end
     if test -n "$candidates"
         printf '%%s\\n' $candidates

@@ -10,7 +10,7 @@ from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
 __all__ = ["COMMANDS", "format_conversation", "format_conversations"]
 
-CONV = arg("id", metavar="ID", help="the conversation id")
+CONV = arg("id", metavar="ID", help="the conversation id", complete="conversations")
 
 
 def format_conversations(result: Any, style: Style = PLAIN) -> str:
@@ -53,13 +53,14 @@ COMMANDS: tuple[Command, ...] = (
         method="conversations.create",
         args=(
             arg("--id", help="its id (default: a new one)"),
-            arg("--preset", help="take servers and level from this preset"),
+            arg("--preset", help="take servers and level from this preset", complete="presets"),
             arg(
                 "--server",
                 dest="servers",
                 action="append",
                 metavar="NAME",
                 help="select this server (repeatable)",
+                complete="servers",
             ),
             arg("--level", help=LEVEL_HELP, **LEVEL_CHOICES),
         ),
@@ -87,7 +88,10 @@ COMMANDS: tuple[Command, ...] = (
         "set the servers a conversation uses (none: clear)",
         "meworkctl conv select chat-1 filesystem docs",
         method="conversations.update",
-        args=(CONV, arg("names", nargs="*", metavar="NAME", help="server names")),
+        args=(
+            CONV,
+            arg("names", nargs="*", metavar="NAME", help="server names", complete="servers"),
+        ),
         params=pick(id="id", mcpServers="names"),
         render=show(format_conversation),
     ),

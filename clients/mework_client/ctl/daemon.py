@@ -83,8 +83,14 @@ def _report_paths(ctx: Ctx, key: str, verb: str, paths: list[Path], steps: list[
 
 
 def _run_install(_cmd: Command, ctx: Ctx) -> int:
+    import os
+
     from mework_client import service
 
+    chosen = ctx.args.exec
+    if chosen is not None and not (os.path.isfile(chosen) and os.access(chosen, os.X_OK)):
+        # systemd would only fail at the first connection, far from this typo.
+        raise CtlError(f"--exec {chosen}: not an executable file; nothing was written")
     try:
         paths = service.install(unit_dir=ctx.args.unit_dir, exec_path=ctx.args.exec)
     except (OSError, ValueError) as exc:
@@ -105,7 +111,7 @@ def _run_uninstall(_cmd: Command, ctx: Ctx) -> int:
         "(a running daemon keeps running: systemctl --user stop meworkd.socket meworkd.service)",
     ]
     if not paths:
-        steps.insert(0, "No meworkd units were installed.")
+        steps = ["No meworkd units were installed; nothing to do."]
     return _report_paths(ctx, "removed", "Removed", paths, steps)
 
 

@@ -40,12 +40,15 @@ DESCRIPTION_WIDTH = 60
 
 
 class Style:
-    """ANSI styling that is a no-op unless ``color`` (a terminal without ``NO_COLOR``)."""
+    """ANSI styling that is a no-op unless ``color`` (a terminal without ``NO_COLOR``);
+    ``width``: the terminal's columns, which a table's last column is cut to fit (None: a pipe
+    or a file gets whole lines)."""
 
-    __slots__ = ("color",)
+    __slots__ = ("color", "width")
 
-    def __init__(self, color: bool = False) -> None:
+    def __init__(self, color: bool = False, width: int | None = None) -> None:
         self.color = color
+        self.width = width
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Style) and other.color == self.color
@@ -62,7 +65,13 @@ class Style:
             tty = stream.isatty()
         except (AttributeError, ValueError):
             tty = False
-        return cls(tty and not os.environ.get("NO_COLOR"))
+        if not tty:
+            return cls()
+        try:
+            width: int | None = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            width = None
+        return cls(not os.environ.get("NO_COLOR"), width)
 
     def apply(self, sgr: str, text: str) -> str:
         return f"\x1b[{sgr}m{text}\x1b[0m" if self.color and sgr and text else text
@@ -123,6 +132,9 @@ def format_table(
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], _width(cell.text))
 
+    if style.width and cells:
+        _fit_last_column(cells, widths, style.width)
+
     def line(row: Sequence[Cell]) -> str:
         last = len(row) - 1
         parts = [
@@ -132,6 +144,31 @@ def format_table(
         return "  ".join(parts).rstrip()
 
     return "\n".join([line([Cell(h, BOLD) for h in headers]), *(line(r) for r in cells)])
+
+
+MIN_LAST_COLUMN = 20  # narrower than this, wrapping reads better than a cut
+
+
+def _fit_last_column(cells: list[list[Cell]], widths: list[int], columns: int) -> None:
+    """Cut the last column's cells (with ``…``) so that each line fits ``columns``."""
+    room = max(columns - sum(widths[:-1]) - 2 * (len(widths) - 1), MIN_LAST_COLUMN)
+    if widths[-1] <= room:
+        return
+    widths[-1] = room
+    for row in cells:
+        if len(row) == len(widths) and _width(row[-1].text) > room:
+            row[-1] = Cell(_cut(row[-1].text, room), row[-1].sgr)
+
+
+def _cut(text: str, room: int) -> str:
+    kept: list[str] = []
+    used = 1  # the "…"
+    for ch in text:
+        used += _width(ch)
+        if used > room:
+            break
+        kept.append(ch)
+    return "".join(kept).rstrip() + "…"
 
 
 def key_values(pairs: Iterable[tuple[str, object]], style: Style = PLAIN) -> str:

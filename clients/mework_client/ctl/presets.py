@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mework_client.ctl.command import Args, Command, arg, pick, say, show
+from mework_client.ctl.command import EXIT_OK, Args, Command, Ctx, arg, call_method, pick, say, show
 from mework_client.ctl.layout import PLAIN, Style, format_table, items
 from mework_client.ctl.levels import LEVEL_CHOICES, LEVEL_HELP
 
 __all__ = ["COMMANDS", "format_presets"]
 
-PRESET = arg("name", metavar="NAME", help="the preset's name")
+PRESET = arg("name", metavar="NAME", help="the preset's name", complete="presets")
 
 
 def format_presets(result: Any, style: Style = PLAIN) -> str:
@@ -26,6 +26,18 @@ def _preset_params(args: Args) -> dict[str, Any]:
     if args.level:
         preset["approvalLevel"] = args.level
     return {"name": args.name, "preset": preset}
+
+
+def _run_set(cmd: Command, ctx: Ctx) -> int:
+    """Saves the preset, then warns about servers not registered (yet): meworkd keeps them, but
+    a conversation created from the preset is refused until they are."""
+    status = call_method(cmd, ctx)
+    if status == EXIT_OK and not ctx.json and ctx.args.servers:
+        known = {s.get("name") for s in items(ctx.call("servers.list"), "servers")}
+        unknown = [name for name in ctx.args.servers if name not in known]
+        if unknown:
+            ctx.note(f"warning: no server named {', '.join(unknown)} is registered (yet)")
+    return status
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -49,11 +61,13 @@ COMMANDS: tuple[Command, ...] = (
                 action="append",
                 metavar="NAME",
                 help="a server it selects (repeatable)",
+                complete="servers",
             ),
             arg("--level", help=LEVEL_HELP, **LEVEL_CHOICES),
         ),
         params=_preset_params,
         render=say("preset {name} saved"),
+        run=_run_set,
     ),
     Command(
         "presets rm",

@@ -27,6 +27,9 @@ Ask = Callable[[str], str | None]
 Write = Callable[[str], None]
 ELSEWHERE = "unanswered here"
 ATTEMPTS = 3  # a form the daemon refuses is asked again, this many times in all
+BOOLEANS = {"y": True, "yes": True, "true": True, "1": True}
+BOOLEANS |= {"n": False, "no": False, "false": False, "0": False}
+DONE = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 ACTIONS = {"y": "accept", "yes": "accept", "d": "decline", "c": "cancel", "": "cancel"}
 
 
@@ -43,14 +46,19 @@ def read_field(name: str, field: dict[str, Any], ask: Ask) -> tuple[bool, Any]:
     if "default" in field:
         hints.append(f"default {json.dumps(field['default'])}")
     described = f" — {field['description']}" if field.get("description") else ""
-    text = ask(f"{label}{described} ({'; '.join(hints)}): ")
-    if text is None:
-        raise _EndOfInput
-    text = text.strip()
-    if not text:
-        return False, None
-    if kind == "boolean":
-        return True, text.lower() in ("y", "yes", "true", "1")
+    prompt = f"{label}{described} ({'; '.join(hints)}): "
+    while True:
+        text = ask(prompt)
+        if text is None:
+            raise _EndOfInput
+        text = text.strip()
+        if not text:
+            return False, None
+        if kind != "boolean":
+            break
+        if text.lower() in BOOLEANS:
+            return True, BOOLEANS[text.lower()]
+        prompt = "  y or n (empty: the default): "  # "Ada" must not become a silent false
     if kind == "array":
         return True, [part.strip() for part in text.split(",") if part.strip()]
     for convert in (int, float) if kind in ("integer", "number") else ():
@@ -129,9 +137,10 @@ class RequestWatcher(ApprovalWatcher):
         if eid in self.shown:
             return True
         self.shown.add(eid)
-        return (
-            answer_elicitation(self.control, question, self.write, self.ask, self.style) is not None
-        )
+        action = answer_elicitation(self.control, question, self.write, self.ask, self.style)
+        if action in DONE:
+            self.write(f"{DONE[action]} {eid}")  # as an answered approval says "allowed ID"
+        return action is not None
 
     def sampling(self, request: dict[str, Any]) -> bool:
         rid = request.get("requestId")

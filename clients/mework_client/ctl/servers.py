@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_client.ctl.command import (
+    EXIT_OK,
     Args,
     Command,
+    Ctx,
     UsageError,
     arg,
+    call_method,
     pair,
     pick,
     plus,
@@ -42,6 +45,7 @@ from mework_client.ctl.settings_state import settings_lines
 
 __all__ = [
     "COMMANDS",
+    "DIALING",
     "NAME",
     "format_import",
     "format_server",
@@ -49,7 +53,10 @@ __all__ = [
     "server_label",
 ]
 
-NAME = arg("name", metavar="NAME", help="the server's name")
+NAME = arg("name", metavar="NAME", help="the server's name", complete="servers")
+NEW_NAME = arg("name", metavar="NAME", help="the new server's name")
+# The spinner's label (on a terminal only) for every command that dials a server and waits.
+DIALING = "connecting to {name}"
 TOOL = arg("tool", metavar="TOOL", help="the tool's original name (as the server lists it)")
 REVEAL = arg("--reveal", action="store_true", help="show secret env and header values")
 _STATUS_COLOURS = {"enabled": GREEN, "invalid": RED, "disabled": DIM}
@@ -165,6 +172,30 @@ def _added(result: Any, args: Args, style: Style) -> str:
     return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
 
 
+def _removed(result: Any, args: Args, style: Style) -> str:
+    """The conversations that used it say so: their selection changed without being asked."""
+    line = style.green("ok") + f"  removed {args.name}"
+    touched = obj(result).get("conversationsUpdated") or []
+    if touched:
+        line += f" (no longer selected by {', '.join(map(str, touched))})"
+    return line
+
+
+def _run_tool_flag(cmd: Command, ctx: Ctx) -> int:
+    """Sets the flag, then warns when the server's last tool list has no such tool (a typo, or
+    a tool not offered yet: the flag is kept either way, so the exit code stays 0)."""
+    status = call_method(cmd, ctx)
+    if status == EXIT_OK and not ctx.json:
+        tools = obj(ctx.call("servers.tools", {"name": ctx.args.name})).get("tools")
+        names = {t.get("name") for t in tools or [] if isinstance(t, dict)}
+        if tools is not None and ctx.args.tool not in names:
+            ctx.note(
+                f"warning: {ctx.args.name} did not list a tool named {ctx.args.tool!r} when it "
+                f"last reported its tools (see: meworkctl servers tools {ctx.args.name})"
+            )
+    return status
+
+
 def _tool_command(verb: str, enabled: bool) -> Command:
     return Command(
         f"servers tool-{verb}",
@@ -174,6 +205,7 @@ def _tool_command(verb: str, enabled: bool) -> Command:
         args=(NAME, TOOL),
         params=plus(pick(name="name", tool="tool"), enabled=enabled),
         render=say(f"{{tool}} of {{name}} is {verb}d"),
+        run=_run_tool_flag,
     )
 
 
@@ -190,7 +222,7 @@ def _enable_command(verb: str, enabled: bool) -> Command:
 
 
 _ADD_ARGS = (
-    NAME,
+    NEW_NAME,
     arg(
         "command",
         nargs="*",
@@ -274,7 +306,7 @@ COMMANDS: tuple[Command, ...] = (
         method="servers.remove",
         args=(NAME,),
         params=pick(name="name"),
-        render=say("removed {name}"),
+        render=_removed,
     ),
     Command(
         "servers rename",
@@ -338,5 +370,6 @@ COMMANDS: tuple[Command, ...] = (
         args=(NAME, TOOL, arg("state", choices=("on", "off"), help="off: ask the user every time")),
         params=lambda a: {"name": a.name, "tool": a.tool, "autoApprove": a.state == "on"},
         render=say("auto-approve of {tool} of {name} is {state}"),
+        run=_run_tool_flag,
     ),
 )

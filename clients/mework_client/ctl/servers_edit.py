@@ -1,10 +1,13 @@
 """``meworkctl servers edit NAME``: the entry as JSON in the user's editor, saved when valid.
 
 The entry is shown as ``servers.get`` returns it (secrets masked; a mask left as it is keeps
-the stored secret) and saved with ``servers.update`` as a replacement: keys the user removed are
-removed. An entry that does not parse or that meworkd refuses is re-opened with the error as
-``//`` comments at the top, which are stripped again before the next try. Saving it unchanged
-or emptying the file leaves the entry as it was.
+the stored secret) and the saved text goes to ``servers.replace``, which reads it as meworkd
+reads its settings file (JSONC: comments and trailing commas allowed) and replaces the entry:
+keys the user removed are removed. The client parses nothing itself, so every frontend accepts
+the same text. An entry that does not parse or that meworkd refuses is re-opened with the error
+as ``//`` comments at the top (``git commit`` and ``kubectl edit`` do the same), the user's
+text kept below; they are stripped again before the next try. Saving it unchanged or emptying
+the file leaves the entry as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from mework_client.ctl.command import EXIT_OK, Command, CtlError, Ctx, describe_
 from mework_client.ctl.layout import obj
 from mework_client.ctl.servers import NAME
 
-__all__ = ["COMMANDS", "editor_command", "replacement_patch", "strip_error_comment"]
+__all__ = ["COMMANDS", "editor_command", "shift_lines", "strip_error_comment"]
 
 ERROR_MARK = "// meworkctl: "
 FALLBACK_EDITORS = ("editor", "nano", "vi")  # Debian's alternative first, then the usual two
@@ -49,27 +52,13 @@ def strip_error_comment(text: str) -> str:
     return "".join(lines)
 
 
-def replacement_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """A ``servers.update`` patch that turns ``old`` into ``new`` (``null`` removes a key)."""
-    return {**{key: None for key in old if key not in new}, **new}
+def _notes(problem: str) -> list[str]:
+    notes = [f"{ERROR_MARK}{line}" for line in problem.splitlines() if line.strip()]
+    return [*notes, f"{ERROR_MARK}fix it and save, or empty the file to leave the entry as it was"]
 
 
 def _with_error(text: str, problem: str) -> str:
-    notes = [f"{ERROR_MARK}{line}" for line in problem.splitlines() if line.strip()]
-    notes.append(f"{ERROR_MARK}fix it and save, or empty the file to leave the entry as it was")
-    return "\n".join(notes) + "\n" + text
-
-
-def _parse(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    if not isinstance(value, dict):
-        raise ValueError("the entry must be a JSON object")
-    return value
+    return "\n".join(_notes(problem)) + "\n" + text
 
 
 def _edit(path: Path) -> str:
@@ -85,19 +74,25 @@ def _edit(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _save(ctx: Ctx, name: str, old: dict[str, Any], text: str) -> str | None:
-    """Saves the edited entry; the problem to show when it cannot (``None``: saved)."""
+def shift_lines(problem: str, line: object, by: int) -> str:
+    """``problem`` with meworkd's "line N" moved down ``by`` lines: the error comments put
+    above the user's text when the editor opens again."""
+    if not isinstance(line, int) or by == 0:
+        return problem
+    return problem.replace(f"line {line},", f"line {line + by},", 1)
+
+
+def _save(ctx: Ctx, name: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Sends the edited entry: the entry as stored, or the problem to show when it was not."""
     try:
-        new = _parse(text)
-    except ValueError as exc:
-        return str(exc)
-    try:
-        ctx.call("servers.update", {"name": name, "patch": replacement_patch(old, new)})
+        result = obj(ctx.call("servers.replace", {"name": name, "text": text}))
     except RpcError as exc:
         if exc.kind not in REFUSED_KINDS:
             raise
-        return describe_rpc_error(exc, "servers.update")
-    return None
+        problem = describe_rpc_error(exc, "servers.replace")
+        notes = len(_notes(problem))
+        return None, shift_lines(problem, obj(exc.data).get("line"), notes)
+    return obj(result.get("server")), None
 
 
 def _run_edit(_cmd: Command, ctx: Ctx) -> int:
@@ -114,22 +109,18 @@ def _run_edit(_cmd: Command, ctx: Ctx) -> int:
             if not text.strip():
                 ctx.note(f"the file was emptied: {name} is left as it was")
                 return EXIT_OK
-            if text == original or _same(text, old):
+            if text == original:
                 ctx.note(f"no changes: {name} is left as it was")
                 return EXIT_OK
-            problem = _save(ctx, name, old, text)
+            stored, problem = _save(ctx, name, text)
             if problem is None:
-                ctx.print(ctx.style.green("ok") + f"  saved {name}")
+                if stored == old:  # only layout or comments changed
+                    ctx.note(f"no changes: {name} is left as it was")
+                else:
+                    ctx.print(ctx.style.green("ok") + f"  saved {name}")
                 return EXIT_OK
-            ctx.note(f"{name} was not saved: {problem.splitlines()[0]} (re-opening the editor)")
+            ctx.note(f"{name} was not saved, re-opening the editor: {problem.splitlines()[0]}")
             path.write_text(_with_error(text, problem), encoding="utf-8")
-
-
-def _same(text: str, old: dict[str, Any]) -> bool:
-    try:
-        return _parse(text) == old
-    except ValueError:
-        return False
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -139,8 +130,10 @@ COMMANDS: tuple[Command, ...] = (
         "EDITOR=nano meworkctl servers edit filesystem",
         args=(NAME,),
         run=_run_edit,
-        details="Secrets show as ******** and stay stored when left so. The entry is saved when "
-        "it is valid (removed keys are removed); otherwise the editor opens again with the error "
-        "at the top. Saving it unchanged or emptying the file changes nothing.",
+        details="Secrets show as ******** and stay stored when left so. Comments and trailing "
+        "commas are fine (JSONC, as in the settings file; comments are not stored). The entry is "
+        "saved when it is valid (removed keys are removed); otherwise the editor opens again "
+        "with the error at the top and your text below it. Saving it unchanged or emptying the "
+        "file changes nothing.",
     ),
 )

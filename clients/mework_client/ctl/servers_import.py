@@ -59,6 +59,8 @@ def format_import(result: Any, style: Style = PLAIN) -> str:
     for need in r.get("needsInputs") or []:
         servers = ", ".join(map(str, need.get("servers") or []))
         lines.append(style.red(f"needs input {need.get('id')} (not imported): {servers}"))
+    if any("onConflict" in str(obj(e).get("reason")) for e in r.get("rejected") or []):
+        lines.append("(meworkctl's spelling: --on-conflict replace or --on-conflict skip)")
     suffix = f" (format: {r['format']})" if r.get("format") else ""
     lines.append(("dry run: " if r.get("dryRun") else "") + counts + suffix)
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from typing import Any
 
 from mework_client.ctl.command import Args, Command, UsageError, arg, pair, pick, show
 from mework_client.ctl.layout import PLAIN, Style, describe, items, listing, obj
-from mework_client.ctl.servers import NAME
+from mework_client.ctl.servers import DIALING, NAME
 
 __all__ = [
     "COMMANDS",
@@ -141,6 +141,7 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=show(format_prompts),
         wait=True,
+        progress=DIALING,
         details=INSPECTS,
     ),
     Command(
@@ -152,6 +153,7 @@ COMMANDS: tuple[Command, ...] = (
         params=_prompt_params,
         render=show(format_prompt),
         wait=True,
+        progress=DIALING,
         details=INSPECTS,
     ),
     Command(
@@ -163,6 +165,7 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=show(format_resources),
         wait=True,
+        progress=DIALING,
         details=INSPECTS,
     ),
     Command(
@@ -174,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name", uri="uri"),
         render=show(format_read),
         wait=True,
+        progress=DIALING,
         details=INSPECTS + " Use --json for blobs (base64).",
     ),
     Command(
@@ -199,6 +203,7 @@ COMMANDS: tuple[Command, ...] = (
         params=_complete_params,
         render=show(format_completion),
         wait=True,
+        progress=DIALING,
         details=INSPECTS + " Give --prompt or --template.",
     ),
 )

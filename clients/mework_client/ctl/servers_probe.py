@@ -11,7 +11,7 @@ from typing import Any
 
 from mework_protocol.failures import failure_error, failure_kind
 
-from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, call_method, pick, show
+from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, show
 from mework_client.ctl.layout import (
     PLAIN,
     Style,
@@ -21,8 +21,9 @@ from mework_client.ctl.layout import (
     items,
     listing,
     obj,
+    plural,
 )
-from mework_client.ctl.servers import NAME, server_label
+from mework_client.ctl.servers import DIALING, NAME, server_label
 
 __all__ = ["COMMANDS", "format_logs", "format_test"]
 
@@ -94,8 +95,8 @@ def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) 
         parts += [f"  - {_problem_text(p)}" for p in problems]
     if r.get("stderrTail"):
         name = r.get("server") or "NAME"
-        count = len(r["stderrTail"])
-        parts.append(style.dim(f"({count} lines on stderr: meworkctl servers logs {name})"))
+        lines = plural(len(r["stderrTail"]), "line")
+        parts.append(style.dim(f"({lines} on stderr: meworkctl servers logs {name})"))
     return "\n".join(parts)
 
 
@@ -126,19 +127,17 @@ def _test_failed(result: Any) -> str | None:
     return None if r.get("ok") else f"cannot connect to {r.get('server') or 'the server'}"
 
 
-def _run_test(cmd: Command, ctx: Ctx) -> int:
-    if ctx.err.isatty():
-        ctx.note(f"Dialing {ctx.args.name}…")
-    return call_method(cmd, ctx)
-
-
 def _print_log_line(ctx: Ctx, entry: object) -> None:
     ctx.print(dumps(entry, None) if ctx.json else _log_line(entry))
 
 
 def _run_logs(cmd: Command, ctx: Ctx) -> int:
     if not ctx.args.follow:
-        return call_method(cmd, ctx)
+        result = ctx.call("servers.logs", cmd.params(ctx.args))
+        ctx.emit(result, lambda: format_logs(result, ctx.style))
+        if not ctx.json and not obj(result).get("lines"):
+            ctx.note(f"no stderr lines from {ctx.args.name} (yet)")  # else a silent, blank run
+        return EXIT_OK
     topics = ["server.log"]
     with ctx.connect(stream=True) as client:
         # Subscribe first so that no line falls between the tail and the stream.
@@ -146,6 +145,7 @@ def _run_logs(cmd: Command, ctx: Ctx) -> int:
         result = client.call("servers.logs", cmd.params(ctx.args))
         for entry in obj(result).get("lines") or []:
             _print_log_line(ctx, entry)
+        ctx.note(f"Following {ctx.args.name}'s stderr (Ctrl-C to stop)…")  # as events says
         for _topic, data in client.events(topics):
             if obj(data).get("server") == ctx.args.name:
                 _print_log_line(ctx, data)
@@ -162,9 +162,8 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=show(format_test),
         failed=_test_failed,
-        run=_run_test,
         wait=True,
-        progress="connecting to {name}",
+        progress=DIALING,
         details="Records the server's name and version. On failure, shows the cause and the "
         "end of its stderr, and exits 1.",
     ),
@@ -177,9 +176,8 @@ COMMANDS: tuple[Command, ...] = (
         params=pick(name="name"),
         render=lambda r, _a, style: format_test(r, style, tools_only=True),
         failed=_test_failed,
-        run=_run_test,
         wait=True,
-        progress="connecting to {name}",
+        progress=DIALING,
         details="It dials the server like 'servers test' and prints only the tools table "
         "(the servers.tools method returns what the server last reported, without dialing).",
     ),

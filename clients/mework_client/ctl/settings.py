@@ -48,11 +48,23 @@ def _number(text: str) -> int | float:
     )
 
 
+def _boolean(text: str) -> bool:
+    answer = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+    try:
+        return answer[text.strip().lower()]
+    except KeyError:
+        raise ValueError(text) from None
+
+
+# Every option settings.setMcpOptions takes, in the order of docs/api.md.
 MCP_OPTIONS: dict[str, Callable[[str], object]] = {
     "mandatory_description_prefix": str,
     "session_idle_minutes": _number,
     "max_reply_bytes": int,
     "approval_timeout_seconds": _number,
+    "question_timeout_seconds": _number,
+    "sampling": _boolean,
+    "max_live_sessions": int,
 }
 
 
@@ -65,7 +77,8 @@ def _mcp_option(text: str) -> tuple[str, object]:
     try:
         return key, MCP_OPTIONS[key](value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{key} needs a number, got {value!r}") from None
+        wanted = "true or false" if MCP_OPTIONS[key] is _boolean else "a number"
+        raise argparse.ArgumentTypeError(f"{key} needs {wanted}, got {value!r}") from None
 
 
 COMMANDS: tuple[Command, ...] = (

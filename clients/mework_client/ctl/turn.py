@@ -105,7 +105,8 @@ def _cancelled(result: Any, args: Args, style: Style) -> str:
 
 
 def _call_failed(result: Any) -> str | None:
-    return "the tool reported an error (isError)" if obj(result).get("isError") else None
+    # Denials, unknown names and timeouts are isError results too: not always the tool's error.
+    return "the call ended in an error (isError)" if obj(result).get("isError") else None
 
 
 def _run_call(cmd: Command, ctx: Ctx) -> int:
@@ -133,7 +134,9 @@ COMMANDS: tuple[Command, ...] = (
         "meworkctl turn begin chat-1",
         method="turns.begin",
         args=(
-            arg("conversation", metavar="CONV", help="the conversation id"),
+            arg(
+                "conversation", metavar="CONV", help="the conversation id", complete="conversations"
+            ),
             arg("--parent", metavar="TURN", help="a subagent's turn: inherit this turn's tools"),
         ),
         params=pick(conversationId="conversation", parentTurnId="parent"),

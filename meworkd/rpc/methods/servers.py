@@ -15,6 +15,7 @@ from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
 from meworkd.settings import edits, mask_value, masked_entry
 from meworkd.settings.dialects import parse_import
+from meworkd.settings.entry_text import entry_from_text
 
 __all__ = ["describe", "group"]
 
@@ -86,6 +87,13 @@ async def add(s: Services, _conn: Connection, p: params.AddServerParams) -> dict
 async def update(s: Services, _conn: Connection, p: params.UpdateServerParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.update_server(doc, p.name, p.patch))
     return describe(s, p.name)
+
+
+@group.add("servers.replace", params.ReplaceServerParams)
+async def replace(s: Services, _conn: Connection, p: params.ReplaceServerParams) -> dict[str, Any]:
+    entry = entry_from_text(p.text)
+    stored = await s.store.mutate(lambda doc: edits.replace_server(doc, p.name, entry))
+    return {**describe(s, p.name), "server": masked_entry(stored)}
 
 
 @group.add("servers.remove", params.NameParams)

@@ -1,0 +1,61 @@
+"""One server entry written by hand as text (``servers.replace``): JSON or JSONC, read strictly.
+
+A person editing an entry in their editor may leave comments and trailing commas, as VS Code's
+``mcp.json`` and meworkd's own settings file allow; they are read here, never by the client, so
+every frontend accepts the same text. A key written twice is refused rather than silently
+resolved to its last value: the person meant one of them.
+"""
+
+import json
+from typing import Any
+
+from meworkd.base.errors import InvalidParams
+from meworkd.settings.parse import KeyedObject, loads_keyed
+
+__all__ = ["entry_from_text"]
+
+
+def entry_from_text(text: str) -> dict[str, Any]:
+    """The entry ``text`` holds; :class:`InvalidParams` (with ``line``/``column`` when it does
+    not parse) saying what is wrong with it."""
+    try:
+        value = loads_keyed(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidParams(
+            f"the entry is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+            line=exc.lineno,
+            column=exc.colno,
+        ) from None
+    except RecursionError:
+        raise InvalidParams("the entry is nested too deeply") from None
+    if not isinstance(value, dict):
+        raise InvalidParams("the entry must be a JSON object: {...}")
+    repeated = _repeated_key(value, "")
+    if repeated is not None:
+        raise InvalidParams(f"{repeated} appears more than once in the entry; keep one")
+    return {key: _plain(item) for key, item in value.items()}
+
+
+def _repeated_key(value: object, path: str) -> str | None:
+    if isinstance(value, KeyedObject):
+        if value.duplicates:
+            return repr(f"{path}.{value.duplicates[0]}" if path else value.duplicates[0])
+        children = ((f"{path}.{k}" if path else k, v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for where, child in children:
+        found = _repeated_key(child, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts for the document (a :class:`KeyedObject` is only for the check above)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
