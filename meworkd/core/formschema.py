@@ -16,12 +16,14 @@ from meworkd.base.errors import InvalidParams
 __all__ = ["complete_answer", "schema_problem"]
 
 PRIMITIVES = ("string", "number", "integer", "boolean")
+# A string format the form checks: its pattern, and how an answer names what it expected.
 _FORMATS = {
-    "email": re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"),
-    "uri": re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$"),
-    "date": re.compile(r"^\d{4}-\d{2}-\d{2}$"),
-    "date-time": re.compile(
-        r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$"
+    "email": (re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"), "an email address"),
+    "uri": (re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$"), "a URI"),
+    "date": (re.compile(r"^\d{4}-\d{2}-\d{2}$"), "a date (YYYY-MM-DD)"),
+    "date-time": (
+        re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$"),
+        "a date and time (ISO 8601)",
     ),
 }
 
@@ -101,9 +103,9 @@ def _string_problem(field: dict[str, Any], value: Any) -> str | None:
         return f"expected at least {field['minLength']} characters"
     if "maxLength" in field and len(value) > field["maxLength"]:
         return f"expected at most {field['maxLength']} characters"
-    pattern = _FORMATS.get(field.get("format", ""))
-    if pattern is not None and not pattern.match(value):
-        return f"expected a {field['format']}"
+    checked = _FORMATS.get(field.get("format", ""))
+    if checked is not None and not checked[0].match(value):
+        return f"expected {checked[1]}"
     return None
 
 
