@@ -118,8 +118,7 @@ class ConversationsScreen(Screen[None]):
     async def action_answer(self, decision: str, scope: str = "once") -> None:
         item = self.first_waiting()
         if item is not None:
-            params = {"approvalId": item["approvalId"], "decision": decision, "scope": scope}
-            await self.mework.call("approvals.respond", params)
+            await self.mework.answer_approval(item, decision, scope)
 
     def show_drawer(self) -> None:
         conv = self.conversations.get(self.chosen or "")

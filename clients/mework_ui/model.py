@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
+from mework_client import RpcError
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
@@ -210,10 +211,13 @@ class Model:
         elif topic in ("approval.requested", "elicitation.requested"):
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
-            key = str(data.get("approvalId") or data.get("elicitationId"))
-            self.questions.pop(key, None)
-            self.deadlines.pop(key, None)
+            self.settle(str(data.get("approvalId") or data.get("elicitationId")))
         self.changed()
+
+    def settle(self, key: str) -> None:
+        """A question no longer waits: answered here or elsewhere, or given up on."""
+        self.questions.pop(key, None)
+        self.deadlines.pop(key, None)
 
     def note_status(self, data: dict[str, Any]) -> None:
         server = str(data.get("server"))
@@ -264,6 +268,40 @@ class Model:
             if item["kind"] == "approval" and same:
                 return item
         return None
+
+    async def answer_approval(
+        self, item: dict[str, Any], decision: str, scope: str = "once", reason: str = ""
+    ) -> bool:
+        """The one way an approval is answered, from the question screen or a tool card."""
+        params = {"decision": decision, "scope": scope, **({"reason": reason} if reason else {})}
+        return await self.answer(item, params)
+
+    async def answer_form(self, item: dict[str, Any], action: str, content: Any = None) -> bool:
+        params = {"action": action, **({"content": content} if content is not None else {})}
+        return await self.answer(item, params)
+
+    async def answer(self, item: dict[str, Any], params: dict[str, Any]) -> bool:
+        """Send an answer; True once the question is settled, False if it still waits.
+
+        The first answer across frontends wins: the daemon's ``approval_not_found`` (or
+        ``elicitation_not_found``) means another one answered first, or time ran out. That is
+        no error here: the question is dropped as its ``resolved`` event would drop it.
+        """
+        kind = str(item["kind"])
+        key = str(item[f"{kind}Id"])
+        try:
+            await self.link.call(f"{kind}s.respond", {f"{kind}Id": key, **params})
+        except RpcError as exc:
+            if exc.kind != f"{kind}_not_found":
+                self.app.notify(f"answer refused: {describe(exc)}", severity="error")
+                return False
+            self.app.notify("already answered elsewhere (or expired)")
+        except (Offline, ConnectionError, OSError) as exc:
+            self.app.notify(describe(exc), severity="error")
+            return False
+        self.settle(key)
+        self.changed()
+        return True
 
     def note_deadline(self, key: str, question: dict[str, Any]) -> None:
         """The daemon gives up on a question at its ``expiresAt`` (a wall-clock time)."""

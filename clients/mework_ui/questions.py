@@ -1,7 +1,8 @@
 """Questions to the person: approvals with their full arguments, and elicitation forms.
 
-The queue is the app's (``MeworkApp.questions``); an answer given elsewhere removes the item, so
-this screen shows whatever is first and closes when nothing waits.
+The queue is the model's (``Model.questions``) and answers go through the model, as the tool
+cards' do; an answer given elsewhere removes the item, so this screen shows whatever is first and
+closes when nothing waits.
 """
 
 import json
@@ -19,8 +20,6 @@ from mework_ui.model import HasModel, Model
 from mework_ui.words import time_left_text
 
 __all__ = ["QuestionScreen", "approval_text"]
-
-SCOPE = "approvals.respond/scope"
 
 
 def approval_text(item: dict[str, Any], position: str) -> str:
@@ -114,8 +113,8 @@ class QuestionScreen(ModalScreen[None]):
         area.display, area.text = True, args
         self.query_one("#q-form").display = False
         area.focus()  # on the arguments, never on a button: Enter approves nothing
-        may_scope = item.get("hookMayDecide") and SCOPE not in self.mework.link.missing
-        keys = "y once · c for the conversation · n deny" if may_scope else "y once · n deny"
+        scoped = item.get("hookMayDecide")
+        keys = "y once · c for the conversation · n deny" if scoped else "y once · n deny"
         self.query_one("#q-note", Static).update(f"{keys} · esc later")
 
     def show_form(self, item: dict[str, Any], position: str) -> None:
@@ -143,8 +142,7 @@ class QuestionScreen(ModalScreen[None]):
         if action in ("allow", "deny"):
             return kind == "approval"
         if action == "allow_conversation":
-            ok = kind == "approval" and item is not None and item.get("hookMayDecide")
-            return bool(ok and SCOPE not in self.mework.link.missing)
+            return kind == "approval" and item is not None and bool(item.get("hookMayDecide"))
         if action in ("submit", "decline"):
             return kind == "elicitation"
         return True
@@ -175,36 +173,10 @@ class QuestionScreen(ModalScreen[None]):
             self.respond("deny", reason=event.value)
 
     @work(group="answer")
-    async def respond(self, decision: str, **extra: str) -> None:
+    async def respond(self, decision: str, scope: str = "once", reason: str = "") -> None:
         item = self.current()
-        if item is None or item["kind"] != "approval":
-            return
-        params = {"approvalId": item["approvalId"], "decision": decision}
-        params.update({k: v for k, v in extra.items() if v})
-        try:
-            await self.mework.link.call("approvals.respond", params)
-        except Exception as exc:  # noqa: BLE001 - each refusal is said, none crashes the app
-            self.refused(exc, item, "scope" in extra)
-            return
-        self.answered(item["approvalId"])
-
-    def refused(self, exc: Exception, item: dict[str, Any], scoped: bool) -> None:
-        kind = getattr(exc, "kind", "")
-        if kind == "approval_not_found":
-            self.notify("already answered elsewhere (or expired)")
-            self.answered(item["approvalId"])
-        elif scoped and kind == "invalid_params":
-            self.mework.link.missing.add(SCOPE)
-            self.notify("this meworkd cannot allow for a conversation: allow once or deny")
-            self.shown = None
-            self.refresh_model()
-        else:
-            self.notify("the answer was refused", severity="error")
-
-    def answered(self, key: str) -> None:
-        self.mework.questions.pop(key, None)
-        self.shown = None
-        self.mework.changed()
+        if item is not None and item["kind"] == "approval":
+            await self.mework.answer_approval(item, decision, scope, reason)
 
     def action_submit(self) -> None:
         self.answer_form("accept")
@@ -223,11 +195,7 @@ class QuestionScreen(ModalScreen[None]):
             for i in self.query("#q-form Input").results(Input)
             if i.value and (field := (i.id or "")[2:])
         }
-        params: dict[str, Any] = {"elicitationId": item["elicitationId"], "action": action}
-        if action == "accept":
-            params["content"] = content
-        if await self.mework.call("elicitations.respond", params) is not None:
-            self.answered(item["elicitationId"])
+        await self.mework.answer_form(item, action, content if action == "accept" else None)
 
 
 def typed(text: str, spec: dict[str, Any]) -> Any:

@@ -12,14 +12,13 @@ pytest.importorskip("textual")
 
 from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
-from mework_ui.conversations import ConversationsScreen
 from mework_ui.questions import QuestionScreen
 from mework_ui.rows import selected
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, TextArea
 
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import add_servers, everything, move_to, text, type_into, until
+from tests.ui.helpers import add_servers, everything, open_conversation, text, type_into, until
 
 pytestmark = pytest.mark.anyio
 
@@ -80,16 +79,6 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
     assert not app.model.questions
     assert len(cards().splitlines()) == 3
     await other.call("turns.end", {"turnId": turn["turnId"]})
-
-
-async def open_conversation(pilot: Pilot[Any], app: MeworkApp, conversation: str) -> None:
-    await pilot.press("f3")
-    await until(pilot, lambda: isinstance(app.screen, ConversationsScreen))
-    table = app.screen.query_one(DataTable)
-    await until(pilot, lambda: conversation in table.rows)
-    move_to(table, conversation)
-    await pilot.press("enter")
-    await until(pilot, lambda: f"{conversation}: why" in text(app, "#why"))
 
 
 async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
