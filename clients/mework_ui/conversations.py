@@ -17,6 +17,13 @@ from mework_ui.words import call_card, check_summary, server_status
 __all__ = ["ConversationsScreen"]
 
 CARDS_SHOWN = 5  # the last calls of the conversation: what fits above the drawer's checks
+# At 80 columns the table and the drawer share the width: a long id (a frontend's UUID) is cut
+# in the table, and shown whole in the drawer's checks below.
+ID_SHOWN = 14
+
+
+def short_id(conversation: str) -> str:
+    return conversation if len(conversation) <= ID_SHOWN else f"{conversation[: ID_SHOWN - 1]}…"
 
 
 class ConversationsScreen(Screen[None]):
@@ -70,7 +77,14 @@ class ConversationsScreen(Screen[None]):
 
     def refresh_model(self) -> None:
         rows = [
-            (key, (key, conv.get("approvalLevel", ""), str(len(conv.get("mcpServers", [])))))
+            (
+                key,
+                (
+                    short_id(key),
+                    conv.get("approvalLevel", ""),
+                    str(len(conv.get("mcpServers", []))),
+                ),
+            )
             for key, conv in self.conversations.items()
         ]
         sync_rows(self.query_one(DataTable), ("id", "level", "n"), rows)  # the cursor stays

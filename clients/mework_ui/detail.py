@@ -31,8 +31,9 @@ TRANSPORTS = [("stdio", "stdio"), ("streamable_http", "streamable_http")]
 class DetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
-        Binding("ctrl+t", "test", "Test", priority=True),
-        Binding("ctrl+n", "tab(1)", "Next tab", priority=True),
+        # Not a priority binding: a tab's pane hides it from the footer with its own (tabs.Pane).
+        Binding("ctrl+t", "test", "Test"),
+        Binding("ctrl+n", "tab(1)", "Tab", priority=True, tooltip="Next tab"),
         Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
         Binding("ctrl+r", "reveal", "Reveal secrets", priority=True, show=False),
         Binding("ctrl+l", "login", "Login", show=False, priority=True),

@@ -44,7 +44,6 @@ def why_missing(
     """
     if entry is None:
         return [Check(False, f"server {name!r} is not registered", "servers.list")]
-    conv = f"conversation {conversation.get('id', '?')}"
     selected = name in (conversation.get("mcpServers") or [])
     invalid = entry.get("status") == "invalid"
     checks = [
@@ -58,7 +57,12 @@ def why_missing(
             "enabled" if entry.get("enabled") else "disabled in Settings → MCP (space)",
             "servers.list",
         ),
-        Check(selected, f"{'' if selected else 'not '}selected in {conv}", "conversations.get"),
+        # "this": the conversation is named above the checks; a frontend's UUID is long.
+        Check(
+            selected,
+            f"{'' if selected else 'not '}selected in this conversation",
+            "conversations.get",
+        ),
     ]
     if tool is not None:
         on = tool not in (entry.get("disabledTools") or [])

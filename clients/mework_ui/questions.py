@@ -31,6 +31,12 @@ def approval_text(item: dict[str, Any], position: str) -> str:
     )
 
 
+def head_text(item: dict[str, Any], position: str) -> str:
+    if item["kind"] == "approval":
+        return approval_text(item, position)
+    return f"Question {position} from {item.get('server')}: {item.get('message') or ''}"
+
+
 class QuestionScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "allow", "Allow once"),
@@ -47,6 +53,7 @@ class QuestionScreen(ModalScreen[None]):
         super().__init__()
         self.index = 0
         self.shown: str | None = None
+        self.shown_at: tuple[str, str] | None = None  # the question and its place in the queue
         self.clock: Timer | None = None
 
     @property
@@ -94,20 +101,22 @@ class QuestionScreen(ModalScreen[None]):
                 self.dismiss(None)  # answered here or elsewhere: nothing waits
             return
         key = str(item.get("approvalId") or item.get("elicitationId"))
+        position = f"{self.index + 1} of {len(self.mework.questions)}"
+        if (key, position) != self.shown_at:
+            self.shown_at = (key, position)  # "j Next" shows only with more than one
+            self.refresh_bindings()
+            self.query_one("#q-head", Static).update(head_text(item, position))
         if key == self.shown:
-            return
+            return  # the same question: a half-typed answer stays
         self.shown = key
         self.tick()
-        self.refresh_bindings()
-        position = f"{self.index + 1} of {len(self.mework.questions)}"
         self.query_one("#q-reason").display = False
         if item["kind"] == "approval":
-            self.show_approval(item, position)
+            self.show_approval(item)
         else:
-            self.show_form(item, position)
+            self.show_form(item)
 
-    def show_approval(self, item: dict[str, Any], position: str) -> None:
-        self.query_one("#q-head", Static).update(approval_text(item, position))
+    def show_approval(self, item: dict[str, Any]) -> None:
         args = json.dumps(item.get("arguments"), indent=2, ensure_ascii=False)
         area = self.query_one("#q-args", TextArea)
         area.display, area.text = True, args
@@ -117,10 +126,7 @@ class QuestionScreen(ModalScreen[None]):
         keys = "y once · c for the conversation · n deny" if scoped else "y once · n deny"
         self.query_one("#q-note", Static).update(f"{keys} · esc later")
 
-    def show_form(self, item: dict[str, Any], position: str) -> None:
-        message = item.get("message") or ""
-        head = f"Question {position} from {item.get('server')}: {message}"
-        self.query_one("#q-head", Static).update(head)
+    def show_form(self, item: dict[str, Any]) -> None:
         self.query_one("#q-args").display = False
         form = self.query_one("#q-form", VerticalScroll)
         form.display = True
@@ -145,6 +151,8 @@ class QuestionScreen(ModalScreen[None]):
             return kind == "approval" and item is not None and bool(item.get("hookMayDecide"))
         if action in ("submit", "decline"):
             return kind == "elicitation"
+        if action == "step":
+            return len(self.mework.questions) > 1
         return True
 
     def action_step(self, delta: int) -> None:

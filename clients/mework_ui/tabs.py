@@ -25,6 +25,9 @@ def interactive(tool: dict[str, Any]) -> bool:
 
 class Pane(Vertical):
     kind = ""
+    # ctrl+t works in every tab, but the footer shows it on General only: at 80 columns the
+    # tabs' own keys need the room (a focused widget's binding comes before the screen's).
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+t", "screen.test", "Test", show=False)]
 
     def __init__(self, server: str | None) -> None:
         super().__init__()
@@ -61,9 +64,9 @@ class Pane(Vertical):
 class ToolsPane(Pane):
     kind = "tools"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "switch", "On/off"),
-        Binding("a", "auto", "Auto-approve"),
-        Binding("w", "why", "Why missing?"),
+        Binding("space", "switch", "On/off", tooltip="Offer the tool to the model or not"),
+        Binding("a", "auto", "Approval", tooltip="Auto-approve on/off (the Approval column)"),
+        Binding("w", "why", "Why?", tooltip="Why the tool would be missing from a turn"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -48,7 +48,7 @@ def test_why_a_tool_is_missing_check_by_check() -> None:
     assert check_lines(checks) == [
         f"✓ {'server ' + repr('gh') + ' is valid':44} servers.list",
         f"✓ {'enabled':44} servers.list",
-        f"✓ {'selected in conversation c1':44} conversations.get",
+        f"✓ {'selected in this conversation':44} conversations.get",
         f"✘ {'tool ' + repr('push') + ' switched off':44} servers.list",
         f"✓ {'the server lists it':44} servers.tools",
         f"✘ {'failed: exited':44} server.status",
@@ -65,7 +65,7 @@ def test_why_a_server_is_missing_in_one_line_or_by_what_stops_it() -> None:
     off = {**ENTRY, "enabled": False, "auth": {"state": "required"}}
     assert check_summary("gh", why_missing("gh", off, {"id": "c2"}, None)) == [
         "✘ gh: disabled in Settings → MCP (space)",
-        "✘ gh: not selected in conversation c2",
+        "✘ gh: not selected in this conversation",
         "✘ gh: login required",
     ]
     assert check_summary("x", why_missing("x", None, CONV, None)) == [

@@ -20,7 +20,7 @@ from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.options import OptionsScreen
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Log, Static, TabbedContent, TextArea
+from textual.widgets import DataTable, Input, Log, Select, Static, TabbedContent, TextArea
 
 from tests.daemon_helpers import kitchen
 from tests.ui.conftest import UiDaemon
@@ -114,7 +114,8 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("w")  # why would echo be missing from sw-c1's next turn?
     await until(pilot, lambda: "switched off" in text(app, "#why-lines"))
     lines = text(app, "#why-lines")
-    assert "✓ selected in conversation sw-c1" in lines
+    assert "✓ selected in this conversation" in lines
+    assert app.screen.query_one("#why-conv", Select).value == "sw-c1"
     assert "✘ tool 'echo' switched off" in lines
     assert "✓ the server lists it" in lines
     await pilot.press("escape")
