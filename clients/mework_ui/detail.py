@@ -208,6 +208,7 @@ class DetailScreen(Screen[None]):
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
         self.server = name
+        self.refresh_bindings()  # now it can be tested
         self.notify(f"added {name}")
 
     def action_tab(self, step: int) -> None:
@@ -222,6 +223,10 @@ class DetailScreen(Screen[None]):
         focusable = [w for w in pane.query("DataTable, Input, Log") if w.focusable]
         if focusable:
             focusable[0].focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A draft is not on the daemon yet: nothing to test (False hides the key)."""
+        return action != "test" or self.server is not None
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -43,7 +43,7 @@ class QuestionScreen(ModalScreen[None]):
         Binding("c", "allow_conversation", "For conversation"),
         Binding("n", "deny", "Deny…"),
         Binding("ctrl+s", "submit", "Send form", priority=True),
-        Binding("d", "decline", "Decline", show=False),
+        Binding("d", "decline", "Decline"),
         Binding("j", "step(1)", "Next"),
         Binding("k", "step(-1)", "Prev", show=False),
         Binding("escape", "later", "Later"),

@@ -146,8 +146,12 @@ async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
         prompts.focus()
         move_to(prompts, "args-prompt")
         await pilot.press("enter")
-        await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
+        labels = [str(label.render()) for label in pane.query(".form Static").results(Static)]
+        assert labels == ["city *", "state"]  # beside each field: a placeholder goes on typing
         out = lambda: str(pane.query_one(".out", Static).render())  # noqa: E731
+        await pilot.press("ctrl+g")  # city is required: the server's refusal, said in place
+        await until(pilot, lambda: out().startswith("✘ ") and "Invalid arguments" in out())
+        await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
         await until(pilot, lambda: "user: What's weather in Oslo?" in out())
         await show_tab(pilot, app, "resources")
         pane_r = app.screen.query_one(ResourcesPane)
