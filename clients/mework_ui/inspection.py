@@ -53,6 +53,8 @@ class _Listing(Pane):
 
     def refresh_model(self) -> None:
         table = self.query_one(DataTable)
+        if not table.columns:
+            return  # composed but not mounted yet: on_mount adds the columns, then fills it
         rows = self.rows()
         if [str(k.value) for k in table.rows] != [key for key, _cells in rows]:
             table.clear()
@@ -95,10 +97,27 @@ class ResourcesPane(_Listing):
             for t in templates
         ]
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """A resource is read; a template's URI is given to edit first (its {variables})."""
+        uri = str(event.row_key.value)
+        form = self.query_one(".form", Vertical)
+        form.remove_children()
+        if any(t.get("uriTemplate") == uri for t in self.listed("resourceTemplates")):
+            field = Input(uri, id="r-uri", compact=True)
+            form.mount(field)
+            field.focus()
+            self.say("a URI template: fill in its {variables}, Enter reads it")
+        else:
+            self.read(uri)
+
+    @on(Input.Submitted, "#r-uri")
+    def uri_submitted(self, event: Input.Submitted) -> None:
+        self.read(event.value)
+
     @work(exclusive=True, group="read")
-    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    async def read(self, uri: str) -> None:
         self.say("… reading")
-        await self.ask("servers.readResource", {"uri": str(event.row_key.value)}, "read resources")
+        await self.ask("servers.readResource", {"uri": uri}, "read resources")
 
 
 class PromptsPane(_Listing):

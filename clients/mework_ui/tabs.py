@@ -82,6 +82,8 @@ class ToolsPane(Pane):
 
     def refresh_model(self) -> None:
         table, entry = self.query_one(DataTable), self.mework.servers.get(self.server or "", {})
+        if not table.columns:
+            return  # composed but not mounted yet: on_mount adds the columns, then fills it
         off = set(entry.get("disabledTools") or [])
         asks = set(entry.get("disabledAutoApproveTools") or [])
         tools = {t["name"]: t for t in self.listed()}

@@ -162,6 +162,17 @@ async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
         out_r = lambda: str(pane_r.query_one(".out", Static).render())  # noqa: E731
         await until(pilot, lambda: out_r() not in ("… reading", "Enter on a row to read it"))
         assert not out_r().startswith("✘")
+        template = "demo://resource/dynamic/text/{resourceId}"
+        move_to(resources, template)  # a template's URI is edited first, then read
+        await pilot.press("enter")
+        await until(pilot, lambda: "fill in its {variables}" in out_r())
+        uri = pane_r.query_one("#r-uri", Input)
+        assert uri.value == template
+        await type_into(pilot, uri, "demo://resource/dynamic/text/1")
+        await until(pilot, lambda: out_r() != "… reading" and "{variables}" not in out_r())
+        assert not out_r().startswith("✘"), out_r()
+        resources.clear(columns=True)  # as between the pane's compose and its on_mount:
+        app.refresh_views()  # a redraw then must wait for the columns, not crash the app
 
 
 async def test_import_and_add(ui_daemon: UiDaemon) -> None:
