@@ -32,7 +32,7 @@ class DetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         # Not a priority binding: a tab's pane hides it from the footer with its own (tabs.Pane).
-        Binding("ctrl+t", "test", "Test"),
+        Binding("ctrl+t", "test", "Test", tooltip="Test connection"),
         Binding("ctrl+n", "tab(1)", "Tab", priority=True, tooltip="Next tab"),
         Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
         Binding("ctrl+r", "reveal", "Reveal secrets", priority=True, show=False),

@@ -1,5 +1,6 @@
 """The detail page's tabs: Tools (switches per tool) and live Logs."""
 
+from datetime import datetime
 from typing import Any, ClassVar, cast
 
 from textual import work
@@ -11,7 +12,15 @@ from textual.widgets import DataTable, Log, Static
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
 
-__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "approval_words", "interactive"]
+__all__ = [
+    "NOTHING_YET",
+    "LogsPane",
+    "Pane",
+    "ToolsPane",
+    "approval_words",
+    "interactive",
+    "log_line",
+]
 
 NOTHING_YET = "nothing listed yet: ctrl+t tests the server and lists what it offers"
 INTERACTIVE_KEY = "anthropic/requiresUserInteraction"
@@ -64,7 +73,7 @@ class Pane(Vertical):
 class ToolsPane(Pane):
     kind = "tools"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "switch", "On/off", tooltip="Offer the tool to the model or not"),
+        Binding("space", "switch", "On/off", tooltip="Offer the tool to the model, or not"),
         Binding("a", "auto", "Approval", tooltip="Auto-approve on/off (the Approval column)"),
         Binding("w", "why", "Why?", tooltip="Why the tool would be missing from a turn"),
     ]
@@ -156,6 +165,20 @@ def approval_words(name: str, tool: dict[str, Any] | None, off: set[str], asks: 
     return "asks every call" if name in asks else "level decides"
 
 
+def log_line(item: dict[str, Any]) -> str:
+    """A stderr line with its local time and, when known, whose session wrote it.
+
+    servers.logs gives ``{time, line}`` (the time in UTC, no session); a live server.log event
+    gives ``{server, conversation, line}``, its time being now and a null conversation a test.
+    """
+    try:
+        stamp = datetime.fromisoformat(str(item["time"])).astimezone()
+    except (KeyError, ValueError):
+        stamp = datetime.now().astimezone()
+    who = f"{item.get('conversation') or 'test'}: " if "conversation" in item else ""
+    return f"{stamp:%H:%M:%S} {who}{item.get('line')}"
+
+
 class LogsPane(Pane):
     """stderr as plain text (never red: stderr is not failure), following live."""
 
@@ -171,8 +194,7 @@ class LogsPane(Pane):
         return
 
     def write(self, item: dict[str, Any]) -> None:
-        who = item.get("conversation") or "test"
-        self.query_one(Log).write_line(f"{item.get('time', '')[11:19]} {who}: {item.get('line')}")
+        self.query_one(Log).write_line(log_line(item))
 
     @work(exclusive=True, group="logs")
     async def follow(self) -> None:

@@ -5,6 +5,7 @@ on screen and, for edits, in the settings file.
 """
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,11 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("escape")
     await show_tab(pilot, app, "logs")
     log = app.screen.query_one(Log)
-    await until(pilot, lambda: "Starting default (STDIO) server" in "\n".join(log.lines))
+    stamp = r"\d\d:\d\d:\d\d "  # local time; a line read back does not say whose session
+    logged = lambda who: re.compile(f"^{stamp}{who}Starting default", re.M)  # noqa: E731
+    await until(pilot, lambda: bool(logged("").search("\n".join(log.lines))))
+    await pilot.press("ctrl+t")  # a line as it is written: from the test's session
+    await until(pilot, lambda: bool(logged("test: ").search("\n".join(log.lines))))
 
 
 async def show_tab(pilot: Pilot[Any], app: MeworkApp, tab: str) -> None:
