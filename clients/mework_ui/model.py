@@ -160,6 +160,10 @@ class Model:
 
     def set_connection(self, text: str, online: bool) -> None:
         self.connection, self.online = text, online
+        if not online:  # no session outlives its daemon: "connected" would be a stale claim
+            for entry in self.servers.values():
+                if entry.get("status") == "connected":
+                    entry["status"] = "unknown"
         self.changed()
 
     async def snapshot(self) -> None:

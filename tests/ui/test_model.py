@@ -5,8 +5,9 @@ import pytest
 
 pytest.importorskip("textual")
 
-from mework_ui.model import Coalescer, why_missing
-from mework_ui.words import check_lines, check_summary
+from mework_ui.app import MeworkApp
+from mework_ui.model import Coalescer, Model, why_missing
+from mework_ui.words import check_lines, check_summary, server_status
 
 pytestmark = pytest.mark.anyio
 
@@ -73,3 +74,14 @@ def test_why_a_server_is_missing_in_one_line_or_by_what_stops_it() -> None:
     ]
     unknown = why_missing("gh", ENTRY, CONV, None, "pull", None)
     assert [c.ok for c in unknown][4] is None  # never tested: not known what it lists
+
+
+def test_no_server_is_shown_connected_while_meworkd_is_away() -> None:
+    model = Model(MeworkApp(), None, lambda: None)
+    model.servers = {
+        "a": {"name": "a", "status": "connected", "sessions": 2},
+        "b": {"name": "b", "status": "disabled"},
+    }
+    model.set_connection("↻ reconnecting…", online=False)
+    statuses = {name: server_status(entry, None) for name, entry in model.servers.items()}
+    assert statuses == {"a": "? unknown", "b": "– disabled"}
