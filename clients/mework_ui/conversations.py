@@ -50,9 +50,8 @@ class ConversationsScreen(Screen[None]):
         with Horizontal():
             yield DataTable(id="conv-table", cursor_type="row")
             with Vertical(id="drawer"):
-                yield Select(
-                    [(lv, lv) for lv in APPROVAL_LEVELS], id="level", prompt="level", compact=True
-                )
+                levels = [(lv, lv) for lv in APPROVAL_LEVELS]  # no blank: a level is always set
+                yield Select(levels, id="level", allow_blank=False, compact=True)
                 yield Select([], id="preset", prompt="no preset", compact=True)
                 yield SelectionList[str](id="conv-servers")
         yield Static("", id="cards")

@@ -249,7 +249,10 @@ class Model:
         self.questions[key] = {"kind": kind, **data}
         self.note_deadline(key, data)
         self.app.bell()
-        what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
+        if kind == "approval":
+            what = f"{data.get('server')} › {data.get('tool')}"
+        else:
+            what = f"{data.get('server')}: {'a link to open' if data.get('url') else 'a form'}"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
 
     def note_call(self, entry: dict[str, Any], finished: bool) -> None:

@@ -42,7 +42,7 @@ class QuestionScreen(ModalScreen[None]):
         Binding("y", "allow", "Allow once"),
         Binding("c", "allow_conversation", "For conversation"),
         Binding("n", "deny", "Deny…"),
-        Binding("ctrl+s", "submit", "Send form", priority=True),
+        Binding("ctrl+s", "submit", "Accept", priority=True, tooltip="Send the form / accept"),
         Binding("d", "decline", "Decline"),
         Binding("j", "step(1)", "Next"),
         Binding("k", "step(-1)", "Prev", show=False),
@@ -138,8 +138,9 @@ class QuestionScreen(ModalScreen[None]):
         for field, spec in (schema.get("properties") or {}).items():
             mark = " *" if field in required else ""
             label = f"{spec.get('title') or field}{mark}: {spec.get('description', '')}"
-            form.mount(Static(label), Input(id=f"e-{field}", placeholder=spec.get("type", "")))
-        self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
+            form.mount(Static(label), Input(id=f"e-{field}", placeholder=field_hint(spec)))
+        send = "ctrl+s accept (once it is done there)" if item.get("url") else "ctrl+s send"
+        self.query_one("#q-note", Static).update(f"{send} · d decline · esc later")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only the keys that apply to the question shown are offered (False hides one)."""
@@ -204,6 +205,16 @@ class QuestionScreen(ModalScreen[None]):
             if i.value and (field := (i.id or "")[2:])
         }
         await self.mework.answer_form(item, action, content if action == "accept" else None)
+
+
+def field_hint(spec: dict[str, Any]) -> str:
+    """What a form field takes: its type, its choices, and what leaving it empty gives."""
+    hint = str(spec.get("type", ""))
+    if isinstance(spec.get("enum"), list):
+        hint += f", one of {', '.join(map(str, spec['enum']))}"
+    if "default" in spec:
+        hint += f" (empty: {spec['default']})"  # meworkd fills a left-out field's default
+    return hint
 
 
 def typed(text: str, spec: dict[str, Any]) -> Any:

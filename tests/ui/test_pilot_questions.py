@@ -88,7 +88,10 @@ async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
         await until(pilot, lambda: app.model.online)
         schema = {
             "type": "object",
-            "properties": {"age": {"type": "integer", "title": "Age"}, "nick": {"type": "string"}},
+            "properties": {
+                "age": {"type": "integer", "title": "Age"},
+                "nick": {"type": "string", "default": "bob"},
+            },
             "required": ["age"],
         }
         request = {"elicitationId": "e1", "server": "kitchen", "message": "Who are you?"}
@@ -97,6 +100,7 @@ async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
         await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         assert "Who are you?" in text(app, "#q-head")
         assert "Age *" in "\n".join(str(w.render()) for w in app.screen.query("#q-form Static"))
+        assert app.screen.query_one("#e-nick", Input).placeholder == "string (empty: bob)"
         await type_into(pilot, app.screen.query_one("#e-age", Input), "42")
         await pilot.press("ctrl+s")  # refused (no such elicitation), then resolved elsewhere
         await app.model.on_event("elicitation.resolved", {"elicitationId": "e1"})
