@@ -207,6 +207,9 @@ class DetailScreen(Screen[None]):
             raise _Draft
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
+        for key, _label, _transport in TEXT_FIELDS:  # kept as a draft, saved with it now
+            if key == "name" or key in server:
+                self.set_msg(key, "✓ saved")
         self.server = name
         self.refresh_bindings()  # now it can be tested
         self.notify(f"added {name}")

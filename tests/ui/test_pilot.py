@@ -206,6 +206,8 @@ async def test_import_and_add(ui_daemon: UiDaemon) -> None:
         await type_into(pilot, app.screen.query_one("#f-command", Input), "mcp-server-time")
         await until(pilot, lambda: entry(settings, "im-clock") is not None)
         assert entry(settings, "im-clock")["command"] == "mcp-server-time"
+        await until(pilot, lambda: text(app, "#m-command") == "✓ saved")
+        assert text(app, "#m-name") == "✓ saved"  # no longer a draft
         await pilot.press("escape")
         table = app.screen.query_one(DataTable)
         await until(
