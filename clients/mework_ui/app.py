@@ -37,6 +37,16 @@ class MeworkApp(App[None]):
     def __init__(self, socket_path: str | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.model = Model(self, socket_path, self.refresh_views)
+        self.asking = False  # whether F4 is offered: a question waits
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """At 80 columns the footer has room only for keys that do something here (False hides
+        one): F4 while a question waits and its screen is not open, F3 off the Chats screen."""
+        if action == "questions":
+            return self.asking and not any(isinstance(s, QuestionScreen) for s in self.screen_stack)
+        if action == "conversations":
+            return not isinstance(self.screen, ConversationsScreen)
+        return True
 
     def on_mount(self) -> None:
         self.push_screen(ServersScreen())
@@ -66,6 +76,9 @@ class MeworkApp(App[None]):
         await self.model.follow()
 
     def refresh_views(self) -> None:
+        if self.asking != bool(self.model.questions):
+            self.asking = not self.asking
+            self.refresh_bindings()
         for screen in self.screen_stack:
             for bar in screen.query("#topbar"):
                 if isinstance(bar, Static):

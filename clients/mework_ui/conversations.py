@@ -18,6 +18,13 @@ from mework_ui.words import call_card, check_summary, server_status
 __all__ = ["ConversationsScreen"]
 
 CARDS_SHOWN = 5  # the last calls of the conversation: what fits above the drawer's checks
+# At 80 columns the table and the drawer share the width: a long id (a frontend's UUID) is cut
+# in the table, and shown whole in the drawer's checks below.
+ID_SHOWN = 14
+
+
+def short_id(conversation: str) -> str:
+    return conversation if len(conversation) <= ID_SHOWN else f"{conversation[: ID_SHOWN - 1]}…"
 
 
 class ConversationsScreen(Screen[None]):
@@ -44,9 +51,8 @@ class ConversationsScreen(Screen[None]):
         with Horizontal():
             yield DataTable(id="conv-table", cursor_type="row")
             with Vertical(id="drawer"):
-                yield Select(
-                    [(lv, lv) for lv in APPROVAL_LEVELS], id="level", prompt="level", compact=True
-                )
+                levels = [(lv, lv) for lv in APPROVAL_LEVELS]  # no blank: a level is always set
+                yield Select(levels, id="level", allow_blank=False, compact=True)
                 yield Select([], id="preset", prompt="no preset", compact=True)
                 yield SelectionList[str](id="conv-servers")
         yield Static("", id="cards")
@@ -71,7 +77,14 @@ class ConversationsScreen(Screen[None]):
 
     def refresh_model(self) -> None:
         rows = [
-            (key, (key, conv.get("approvalLevel", ""), str(len(conv.get("mcpServers", [])))))
+            (
+                key,
+                (
+                    short_id(key),
+                    conv.get("approvalLevel", ""),
+                    str(len(conv.get("mcpServers", []))),
+                ),
+            )
             for key, conv in self.conversations.items()
         ]
         sync_rows(self.query_one(DataTable), ("id", "level", "n"), rows)  # the cursor stays
@@ -121,8 +134,7 @@ class ConversationsScreen(Screen[None]):
     async def action_answer(self, decision: str, scope: str = "once") -> None:
         item = self.first_waiting()
         if item is not None:
-            params = {"approvalId": item["approvalId"], "decision": decision, "scope": scope}
-            await self.mework.call("approvals.respond", params)
+            await self.mework.answer_approval(item, decision, scope)
 
     def show_drawer(self) -> None:
         conv = self.conversations.get(self.chosen or "")

@@ -31,8 +31,9 @@ TRANSPORTS = [("stdio", "stdio"), ("streamable_http", "streamable_http")]
 class DetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
-        Binding("ctrl+t", "test", "Test", priority=True),
-        Binding("ctrl+n", "tab(1)", "Next tab", priority=True),
+        # Not a priority binding: a tab's pane hides it from the footer with its own (tabs.Pane).
+        Binding("ctrl+t", "test", "Test", tooltip="Test connection"),
+        Binding("ctrl+n", "tab(1)", "Tab", priority=True, tooltip="Next tab"),
         Binding("ctrl+b", "tab(-1)", "Prev tab", priority=True, show=False),
         Binding("ctrl+r", "reveal", "Reveal secrets", priority=True, show=False),
         Binding("ctrl+l", "login", "Login", show=False, priority=True),
@@ -206,7 +207,11 @@ class DetailScreen(Screen[None]):
             raise _Draft
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
+        for key, _label, _transport in TEXT_FIELDS:  # kept as a draft, saved with it now
+            if key == "name" or key in server:
+                self.set_msg(key, "✓ saved")
         self.server = name
+        self.refresh_bindings()  # now it can be tested
         self.notify(f"added {name}")
 
     def action_tab(self, step: int) -> None:
@@ -221,6 +226,10 @@ class DetailScreen(Screen[None]):
         focusable = [w for w in pane.query("DataTable, Input, Log") if w.focusable]
         if focusable:
             focusable[0].focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A draft is not on the daemon yet: nothing to test (False hides the key)."""
+        return action != "test" or self.server is not None
 
     def action_back(self) -> None:
         self.app.pop_screen()

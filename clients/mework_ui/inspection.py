@@ -6,9 +6,10 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input, Static
 
+from mework_ui.link import describe
 from mework_ui.tabs import NOTHING_YET, Pane
 
 __all__ = ["PromptsPane", "ResourcesPane", "show_content"]
@@ -52,6 +53,8 @@ class _Listing(Pane):
 
     def refresh_model(self) -> None:
         table = self.query_one(DataTable)
+        if not table.columns:
+            return  # composed but not mounted yet: on_mount adds the columns, then fills it
         rows = self.rows()
         if [str(k.value) for k in table.rows] != [key for key, _cells in rows]:
             table.clear()
@@ -67,11 +70,13 @@ class _Listing(Pane):
         if method in self.mework.link.missing:
             self.say(NOT_HERE.format(what=what))
             return
-        result = await self.mework.call(method, {"name": self.server, **params})
-        if method in self.mework.link.missing:
-            self.say(NOT_HERE.format(what=what))
-        elif isinstance(result, dict):
-            self.say(show_content(result) or "(empty)")
+        try:
+            result = await self.mework.link.call(method, {"name": self.server, **params})
+        except Exception as exc:  # noqa: BLE001 - said where the answer would be, never a crash
+            missing = method in self.mework.link.missing
+            self.say(NOT_HERE.format(what=what) if missing else f"✘ {describe(exc)}")
+            return
+        self.say(show_content(result) or "(empty)" if isinstance(result, dict) else "(empty)")
 
 
 class ResourcesPane(_Listing):
@@ -92,10 +97,27 @@ class ResourcesPane(_Listing):
             for t in templates
         ]
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """A resource is read; a template's URI is given to edit first (its {variables})."""
+        uri = str(event.row_key.value)
+        form = self.query_one(".form", Vertical)
+        form.remove_children()
+        if any(t.get("uriTemplate") == uri for t in self.listed("resourceTemplates")):
+            field = Input(uri, id="r-uri", compact=True)
+            form.mount(field)
+            field.focus()
+            self.say("a URI template: fill in its {variables}, Enter reads it")
+        else:
+            self.read(uri)
+
+    @on(Input.Submitted, "#r-uri")
+    def uri_submitted(self, event: Input.Submitted) -> None:
+        self.read(event.value)
+
     @work(exclusive=True, group="read")
-    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    async def read(self, uri: str) -> None:
         self.say("… reading")
-        await self.ask("servers.readResource", {"uri": str(event.row_key.value)}, "read resources")
+        await self.ask("servers.readResource", {"uri": uri}, "read resources")
 
 
 class PromptsPane(_Listing):
@@ -119,15 +141,15 @@ class PromptsPane(_Listing):
         prompt = next((p for p in self.listed() if p.get("name") == self.chosen), {})
         form = self.query_one(".form", Vertical)
         form.remove_children()
-        fields = [
-            Input(
-                placeholder=f"{a.get('name')}{' (required)' * bool(a.get('required'))}",
-                name=str(a.get("name")),
-                compact=True,
-            )
-            for a in prompt.get("arguments") or []
-        ]
-        form.mount_all(fields)
+        fields, rows = [], []
+        for argument in prompt.get("arguments") or []:
+            name, required = str(argument.get("name")), bool(argument.get("required"))
+            field = Input(placeholder=argument.get("description") or "", name=name, compact=True)
+            # A label beside each field: a placeholder goes once something is typed.
+            label = Static(f"{name}{' *' * required}", classes="arg-label")
+            fields.append(field)
+            rows.append(Horizontal(label, field, classes="row"))
+        form.mount_all(rows)
         if fields:
             fields[0].focus()
             self.say(f"{self.chosen}: fill the arguments, Enter gets it")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
+from mework_client import RpcError
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
@@ -43,7 +44,6 @@ def why_missing(
     """
     if entry is None:
         return [Check(False, f"server {name!r} is not registered", "servers.list")]
-    conv = f"conversation {conversation.get('id', '?')}"
     selected = name in (conversation.get("mcpServers") or [])
     invalid = entry.get("status") == "invalid"
     checks = [
@@ -57,7 +57,12 @@ def why_missing(
             "enabled" if entry.get("enabled") else "disabled in Settings → MCP (space)",
             "servers.list",
         ),
-        Check(selected, f"{'' if selected else 'not '}selected in {conv}", "conversations.get"),
+        # "this": the conversation is named above the checks; a frontend's UUID is long.
+        Check(
+            selected,
+            f"{'' if selected else 'not '}selected in this conversation",
+            "conversations.get",
+        ),
     ]
     if tool is not None:
         on = tool not in (entry.get("disabledTools") or [])
@@ -154,6 +159,10 @@ class Model:
 
     def set_connection(self, text: str, online: bool) -> None:
         self.connection, self.online = text, online
+        if not online:  # no session outlives its daemon: "connected" would be a stale claim
+            for entry in self.servers.values():
+                if entry.get("status") == "connected":
+                    entry["status"] = "unknown"
         self.changed()
 
     async def snapshot(self) -> None:
@@ -209,10 +218,13 @@ class Model:
         elif topic in ("approval.requested", "elicitation.requested"):
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
-            key = str(data.get("approvalId") or data.get("elicitationId"))
-            self.questions.pop(key, None)
-            self.deadlines.pop(key, None)
+            self.settle(str(data.get("approvalId") or data.get("elicitationId")))
         self.changed()
+
+    def settle(self, key: str) -> None:
+        """A question no longer waits: answered here or elsewhere, or given up on."""
+        self.questions.pop(key, None)
+        self.deadlines.pop(key, None)
 
     def note_status(self, data: dict[str, Any]) -> None:
         server = str(data.get("server"))
@@ -236,7 +248,10 @@ class Model:
         self.questions[key] = {"kind": kind, **data}
         self.note_deadline(key, data)
         self.app.bell()
-        what = f"{data.get('server')} › {data.get('tool')}" if kind == "approval" else "a form"
+        if kind == "approval":
+            what = f"{data.get('server')} › {data.get('tool')}"
+        else:
+            what = f"{data.get('server')}: {'a link to open' if data.get('url') else 'a form'}"
         self.app.notify(f"question: {what} (F4 to answer)", timeout=4)
 
     def note_call(self, entry: dict[str, Any], finished: bool) -> None:
@@ -263,6 +278,40 @@ class Model:
             if item["kind"] == "approval" and same:
                 return item
         return None
+
+    async def answer_approval(
+        self, item: dict[str, Any], decision: str, scope: str = "once", reason: str = ""
+    ) -> bool:
+        """The one way an approval is answered, from the question screen or a tool card."""
+        params = {"decision": decision, "scope": scope, **({"reason": reason} if reason else {})}
+        return await self.answer(item, params)
+
+    async def answer_form(self, item: dict[str, Any], action: str, content: Any = None) -> bool:
+        params = {"action": action, **({"content": content} if content is not None else {})}
+        return await self.answer(item, params)
+
+    async def answer(self, item: dict[str, Any], params: dict[str, Any]) -> bool:
+        """Send an answer; True once the question is settled, False if it still waits.
+
+        The first answer across frontends wins: the daemon's ``approval_not_found`` (or
+        ``elicitation_not_found``) means another one answered first, or time ran out. That is
+        no error here: the question is dropped as its ``resolved`` event would drop it.
+        """
+        kind = str(item["kind"])
+        key = str(item[f"{kind}Id"])
+        try:
+            await self.link.call(f"{kind}s.respond", {f"{kind}Id": key, **params})
+        except RpcError as exc:
+            if exc.kind != f"{kind}_not_found":
+                self.app.notify(f"answer refused: {describe(exc)}", severity="error")
+                return False
+            self.app.notify("already answered elsewhere (or expired)")
+        except (Offline, ConnectionError, OSError) as exc:
+            self.app.notify(describe(exc), severity="error")
+            return False
+        self.settle(key)
+        self.changed()
+        return True
 
     def note_deadline(self, key: str, question: dict[str, Any]) -> None:
         """The daemon gives up on a question at its ``expiresAt`` (a wall-clock time)."""

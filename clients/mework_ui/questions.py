@@ -1,7 +1,8 @@
 """Questions to the person: approvals with their full arguments, and elicitation forms.
 
-The queue is the app's (``MeworkApp.questions``); an answer given elsewhere removes the item, so
-this screen shows whatever is first and closes when nothing waits.
+The queue is the model's (``Model.questions``) and answers go through the model, as the tool
+cards' do; an answer given elsewhere removes the item, so this screen shows whatever is first and
+closes when nothing waits.
 """
 
 import json
@@ -20,8 +21,6 @@ from mework_ui.words import time_left_text
 
 __all__ = ["QuestionScreen", "approval_text"]
 
-SCOPE = "approvals.respond/scope"
-
 
 def approval_text(item: dict[str, Any], position: str) -> str:
     mandatory = "" if item.get("hookMayDecide", True) else "⚑ mandatory: asks every call · "
@@ -32,13 +31,19 @@ def approval_text(item: dict[str, Any], position: str) -> str:
     )
 
 
+def head_text(item: dict[str, Any], position: str) -> str:
+    if item["kind"] == "approval":
+        return approval_text(item, position)
+    return f"Question {position} from {item.get('server')}: {item.get('message') or ''}"
+
+
 class QuestionScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "allow", "Allow once"),
         Binding("c", "allow_conversation", "For conversation"),
         Binding("n", "deny", "Deny…"),
-        Binding("ctrl+s", "submit", "Send form", priority=True),
-        Binding("d", "decline", "Decline", show=False),
+        Binding("ctrl+s", "submit", "Accept", priority=True, tooltip="Send the form / accept"),
+        Binding("d", "decline", "Decline"),
         Binding("j", "step(1)", "Next"),
         Binding("k", "step(-1)", "Prev", show=False),
         Binding("escape", "later", "Later"),
@@ -48,6 +53,7 @@ class QuestionScreen(ModalScreen[None]):
         super().__init__()
         self.index = 0
         self.shown: str | None = None
+        self.shown_at: tuple[str, str] | None = None  # the question and its place in the queue
         self.clock: Timer | None = None
 
     @property
@@ -95,33 +101,32 @@ class QuestionScreen(ModalScreen[None]):
                 self.dismiss(None)  # answered here or elsewhere: nothing waits
             return
         key = str(item.get("approvalId") or item.get("elicitationId"))
+        position = f"{self.index + 1} of {len(self.mework.questions)}"
+        if (key, position) != self.shown_at:
+            self.shown_at = (key, position)  # "j Next" shows only with more than one
+            self.refresh_bindings()
+            self.query_one("#q-head", Static).update(head_text(item, position))
         if key == self.shown:
-            return
+            return  # the same question: a half-typed answer stays
         self.shown = key
         self.tick()
-        self.refresh_bindings()
-        position = f"{self.index + 1} of {len(self.mework.questions)}"
         self.query_one("#q-reason").display = False
         if item["kind"] == "approval":
-            self.show_approval(item, position)
+            self.show_approval(item)
         else:
-            self.show_form(item, position)
+            self.show_form(item)
 
-    def show_approval(self, item: dict[str, Any], position: str) -> None:
-        self.query_one("#q-head", Static).update(approval_text(item, position))
+    def show_approval(self, item: dict[str, Any]) -> None:
         args = json.dumps(item.get("arguments"), indent=2, ensure_ascii=False)
         area = self.query_one("#q-args", TextArea)
         area.display, area.text = True, args
         self.query_one("#q-form").display = False
         area.focus()  # on the arguments, never on a button: Enter approves nothing
-        may_scope = item.get("hookMayDecide") and SCOPE not in self.mework.link.missing
-        keys = "y once · c for the conversation · n deny" if may_scope else "y once · n deny"
+        scoped = item.get("hookMayDecide")
+        keys = "y once · c for the conversation · n deny" if scoped else "y once · n deny"
         self.query_one("#q-note", Static).update(f"{keys} · esc later")
 
-    def show_form(self, item: dict[str, Any], position: str) -> None:
-        message = item.get("message") or ""
-        head = f"Question {position} from {item.get('server')}: {message}"
-        self.query_one("#q-head", Static).update(head)
+    def show_form(self, item: dict[str, Any]) -> None:
         self.query_one("#q-args").display = False
         form = self.query_one("#q-form", VerticalScroll)
         form.display = True
@@ -133,8 +138,9 @@ class QuestionScreen(ModalScreen[None]):
         for field, spec in (schema.get("properties") or {}).items():
             mark = " *" if field in required else ""
             label = f"{spec.get('title') or field}{mark}: {spec.get('description', '')}"
-            form.mount(Static(label), Input(id=f"e-{field}", placeholder=spec.get("type", "")))
-        self.query_one("#q-note", Static).update("ctrl+s send · d decline · esc later")
+            form.mount(Static(label), Input(id=f"e-{field}", placeholder=field_hint(spec)))
+        send = "ctrl+s accept (once it is done there)" if item.get("url") else "ctrl+s send"
+        self.query_one("#q-note", Static).update(f"{send} · d decline · esc later")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only the keys that apply to the question shown are offered (False hides one)."""
@@ -143,10 +149,11 @@ class QuestionScreen(ModalScreen[None]):
         if action in ("allow", "deny"):
             return kind == "approval"
         if action == "allow_conversation":
-            ok = kind == "approval" and item is not None and item.get("hookMayDecide")
-            return bool(ok and SCOPE not in self.mework.link.missing)
+            return kind == "approval" and item is not None and bool(item.get("hookMayDecide"))
         if action in ("submit", "decline"):
             return kind == "elicitation"
+        if action == "step":
+            return len(self.mework.questions) > 1
         return True
 
     def action_step(self, delta: int) -> None:
@@ -175,36 +182,10 @@ class QuestionScreen(ModalScreen[None]):
             self.respond("deny", reason=event.value)
 
     @work(group="answer")
-    async def respond(self, decision: str, **extra: str) -> None:
+    async def respond(self, decision: str, scope: str = "once", reason: str = "") -> None:
         item = self.current()
-        if item is None or item["kind"] != "approval":
-            return
-        params = {"approvalId": item["approvalId"], "decision": decision}
-        params.update({k: v for k, v in extra.items() if v})
-        try:
-            await self.mework.link.call("approvals.respond", params)
-        except Exception as exc:  # noqa: BLE001 - each refusal is said, none crashes the app
-            self.refused(exc, item, "scope" in extra)
-            return
-        self.answered(item["approvalId"])
-
-    def refused(self, exc: Exception, item: dict[str, Any], scoped: bool) -> None:
-        kind = getattr(exc, "kind", "")
-        if kind == "approval_not_found":
-            self.notify("already answered elsewhere (or expired)")
-            self.answered(item["approvalId"])
-        elif scoped and kind == "invalid_params":
-            self.mework.link.missing.add(SCOPE)
-            self.notify("this meworkd cannot allow for a conversation: allow once or deny")
-            self.shown = None
-            self.refresh_model()
-        else:
-            self.notify("the answer was refused", severity="error")
-
-    def answered(self, key: str) -> None:
-        self.mework.questions.pop(key, None)
-        self.shown = None
-        self.mework.changed()
+        if item is not None and item["kind"] == "approval":
+            await self.mework.answer_approval(item, decision, scope, reason)
 
     def action_submit(self) -> None:
         self.answer_form("accept")
@@ -223,11 +204,17 @@ class QuestionScreen(ModalScreen[None]):
             for i in self.query("#q-form Input").results(Input)
             if i.value and (field := (i.id or "")[2:])
         }
-        params: dict[str, Any] = {"elicitationId": item["elicitationId"], "action": action}
-        if action == "accept":
-            params["content"] = content
-        if await self.mework.call("elicitations.respond", params) is not None:
-            self.answered(item["elicitationId"])
+        await self.mework.answer_form(item, action, content if action == "accept" else None)
+
+
+def field_hint(spec: dict[str, Any]) -> str:
+    """What a form field takes: its type, its choices, and what leaving it empty gives."""
+    hint = str(spec.get("type", ""))
+    if isinstance(spec.get("enum"), list):
+        hint += f", one of {', '.join(map(str, spec['enum']))}"
+    if "default" in spec:
+        hint += f" (empty: {spec['default']})"  # meworkd fills a left-out field's default
+    return hint
 
 
 def typed(text: str, spec: dict[str, Any]) -> Any:

@@ -15,6 +15,7 @@ from mework_ui.words import failure_text, server_status, settings_banner, test_s
 
 __all__ = ["ServersScreen"]
 
+TITLE = "Settings → MCP   (⏎ opens a server · o: MCP options · F1: every key)"
 COLUMNS = (("Status", "status"), ("Server", "name"), ("Type", "type"), ("On", "on"))
 
 
@@ -37,7 +38,7 @@ class ServersScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self.mework.bar_text(), id="topbar")
-        yield Static("Settings → MCP   (o: MCP options · F1: every key)", id="title")
+        yield Static(TITLE, id="title")
         yield Static("", id="banner")
         yield DataTable(id="servers", cursor_type="row", zebra_stripes=False)
         yield Static("", id="note")

@@ -32,7 +32,8 @@ def keys_text(sections: Iterable[tuple[str, Sequence[BindingType]]]) -> str:
         keys: dict[tuple[str, str], list[str]] = {}  # one line per action, all its keys
         for binding in bindings:
             if isinstance(binding, Binding) and binding.description:
-                keys.setdefault((binding.action, binding.description), []).append(_key(binding))
+                what = binding.tooltip or binding.description  # the footer's words are short
+                keys.setdefault((binding.action, what), []).append(_key(binding))
         lines.append(title)
         lines += [f"  {'/'.join(k):12} {what}" for (_action, what), k in keys.items()]
         lines.append("")

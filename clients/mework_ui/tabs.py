@@ -1,5 +1,6 @@
 """The detail page's tabs: Tools (switches per tool) and live Logs."""
 
+from datetime import datetime
 from typing import Any, ClassVar, cast
 
 from textual import work
@@ -11,7 +12,15 @@ from textual.widgets import DataTable, Log, Static
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
 
-__all__ = ["NOTHING_YET", "LogsPane", "Pane", "ToolsPane", "approval_words", "interactive"]
+__all__ = [
+    "NOTHING_YET",
+    "LogsPane",
+    "Pane",
+    "ToolsPane",
+    "approval_words",
+    "interactive",
+    "log_line",
+]
 
 NOTHING_YET = "nothing listed yet: ctrl+t tests the server and lists what it offers"
 INTERACTIVE_KEY = "anthropic/requiresUserInteraction"
@@ -25,6 +34,9 @@ def interactive(tool: dict[str, Any]) -> bool:
 
 class Pane(Vertical):
     kind = ""
+    # ctrl+t works in every tab, but the footer shows it on General only: at 80 columns the
+    # tabs' own keys need the room (a focused widget's binding comes before the screen's).
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+t", "screen.test", "Test", show=False)]
 
     def __init__(self, server: str | None) -> None:
         super().__init__()
@@ -61,9 +73,9 @@ class Pane(Vertical):
 class ToolsPane(Pane):
     kind = "tools"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "switch", "On/off"),
-        Binding("a", "auto", "Auto-approve"),
-        Binding("w", "why", "Why missing?"),
+        Binding("space", "switch", "On/off", tooltip="Offer the tool to the model, or not"),
+        Binding("a", "auto", "Approval", tooltip="Auto-approve on/off (the Approval column)"),
+        Binding("w", "why", "Why?", tooltip="Why the tool would be missing from a turn"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -79,6 +91,8 @@ class ToolsPane(Pane):
 
     def refresh_model(self) -> None:
         table, entry = self.query_one(DataTable), self.mework.servers.get(self.server or "", {})
+        if not table.columns:
+            return  # composed but not mounted yet: on_mount adds the columns, then fills it
         off = set(entry.get("disabledTools") or [])
         asks = set(entry.get("disabledAutoApproveTools") or [])
         tools = {t["name"]: t for t in self.listed()}
@@ -151,6 +165,20 @@ def approval_words(name: str, tool: dict[str, Any] | None, off: set[str], asks: 
     return "asks every call" if name in asks else "level decides"
 
 
+def log_line(item: dict[str, Any]) -> str:
+    """A stderr line with its local time and, when known, whose session wrote it.
+
+    servers.logs gives ``{time, line}`` (the time in UTC, no session); a live server.log event
+    gives ``{server, conversation, line}``, its time being now and a null conversation a test.
+    """
+    try:
+        stamp = datetime.fromisoformat(str(item["time"])).astimezone()
+    except (KeyError, ValueError):
+        stamp = datetime.now().astimezone()
+    who = f"{item.get('conversation') or 'test'}: " if "conversation" in item else ""
+    return f"{stamp:%H:%M:%S} {who}{item.get('line')}"
+
+
 class LogsPane(Pane):
     """stderr as plain text (never red: stderr is not failure), following live."""
 
@@ -166,8 +194,7 @@ class LogsPane(Pane):
         return
 
     def write(self, item: dict[str, Any]) -> None:
-        who = item.get("conversation") or "test"
-        self.query_one(Log).write_line(f"{item.get('time', '')[11:19]} {who}: {item.get('line')}")
+        self.query_one(Log).write_line(log_line(item))
 
     @work(exclusive=True, group="logs")
     async def follow(self) -> None:

@@ -23,6 +23,7 @@ _LIVE = {
     "closed": "○ idle",
     "disabled": "– disabled",
     "invalid": "! invalid",
+    "unknown": "? unknown",  # while meworkd is away (the top bar says so)
 }
 
 # OAuth states (servers.list `auth.state`) that stop a server from connecting until a login.

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 from mework_client.aio import connect
+from mework_ui.conversations import ConversationsScreen
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
@@ -62,3 +63,14 @@ async def add_servers(socket: Path, servers: Mapping[str, Mapping[str, Any]]) ->
 
 def everything(**fields: Any) -> dict[str, Any]:
     return {"type": "stdio", "command": EVERYTHING, **fields}
+
+
+async def open_conversation(pilot: Pilot[Any], app: App[Any], conversation: str) -> None:
+    """F3, then Enter on ``conversation``: its drawer, cards and checks are shown."""
+    await pilot.press("f3")
+    await until(pilot, lambda: isinstance(app.screen, ConversationsScreen))
+    table = app.screen.query_one(DataTable)
+    await until(pilot, lambda: conversation in table.rows)
+    move_to(table, conversation)
+    await pilot.press("enter")
+    await until(pilot, lambda: f"{conversation}: why" in text(app, "#why"))

@@ -5,8 +5,9 @@ import pytest
 
 pytest.importorskip("textual")
 
-from mework_ui.model import Coalescer, why_missing
-from mework_ui.words import check_lines, check_summary
+from mework_ui.app import MeworkApp
+from mework_ui.model import Coalescer, Model, why_missing
+from mework_ui.words import check_lines, check_summary, server_status
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +49,7 @@ def test_why_a_tool_is_missing_check_by_check() -> None:
     assert check_lines(checks) == [
         f"✓ {'server ' + repr('gh') + ' is valid':44} servers.list",
         f"✓ {'enabled':44} servers.list",
-        f"✓ {'selected in conversation c1':44} conversations.get",
+        f"✓ {'selected in this conversation':44} conversations.get",
         f"✘ {'tool ' + repr('push') + ' switched off':44} servers.list",
         f"✓ {'the server lists it':44} servers.tools",
         f"✘ {'failed: exited':44} server.status",
@@ -65,7 +66,7 @@ def test_why_a_server_is_missing_in_one_line_or_by_what_stops_it() -> None:
     off = {**ENTRY, "enabled": False, "auth": {"state": "required"}}
     assert check_summary("gh", why_missing("gh", off, {"id": "c2"}, None)) == [
         "✘ gh: disabled in Settings → MCP (space)",
-        "✘ gh: not selected in conversation c2",
+        "✘ gh: not selected in this conversation",
         "✘ gh: login required",
     ]
     assert check_summary("x", why_missing("x", None, CONV, None)) == [
@@ -73,3 +74,14 @@ def test_why_a_server_is_missing_in_one_line_or_by_what_stops_it() -> None:
     ]
     unknown = why_missing("gh", ENTRY, CONV, None, "pull", None)
     assert [c.ok for c in unknown][4] is None  # never tested: not known what it lists
+
+
+def test_no_server_is_shown_connected_while_meworkd_is_away() -> None:
+    model = Model(MeworkApp(), None, lambda: None)
+    model.servers = {
+        "a": {"name": "a", "status": "connected", "sessions": 2},
+        "b": {"name": "b", "status": "disabled"},
+    }
+    model.set_connection("↻ reconnecting…", online=False)
+    statuses = {name: server_status(entry, None) for name, entry in model.servers.items()}
+    assert statuses == {"a": "? unknown", "b": "– disabled"}

@@ -5,6 +5,7 @@ on screen and, for edits, in the settings file.
 """
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.options import OptionsScreen
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Log, Static, TabbedContent, TextArea
+from textual.widgets import DataTable, Input, Log, Select, Static, TabbedContent, TextArea
 
 from tests.daemon_helpers import kitchen
 from tests.ui.conftest import UiDaemon
@@ -114,13 +115,18 @@ async def tools_and_logs(pilot: Pilot[Any], app: MeworkApp, settings: Path) -> N
     await pilot.press("w")  # why would echo be missing from sw-c1's next turn?
     await until(pilot, lambda: "switched off" in text(app, "#why-lines"))
     lines = text(app, "#why-lines")
-    assert "✓ selected in conversation sw-c1" in lines
+    assert "✓ selected in this conversation" in lines
+    assert app.screen.query_one("#why-conv", Select).value == "sw-c1"
     assert "✘ tool 'echo' switched off" in lines
     assert "✓ the server lists it" in lines
     await pilot.press("escape")
     await show_tab(pilot, app, "logs")
     log = app.screen.query_one(Log)
-    await until(pilot, lambda: "Starting default (STDIO) server" in "\n".join(log.lines))
+    stamp = r"\d\d:\d\d:\d\d "  # local time; a line read back does not say whose session
+    logged = lambda who: re.compile(f"^{stamp}{who}Starting default", re.M)  # noqa: E731
+    await until(pilot, lambda: bool(logged("").search("\n".join(log.lines))))
+    await pilot.press("ctrl+t")  # a line as it is written: from the test's session
+    await until(pilot, lambda: bool(logged("test: ").search("\n".join(log.lines))))
 
 
 async def show_tab(pilot: Pilot[Any], app: MeworkApp, tab: str) -> None:
@@ -145,8 +151,12 @@ async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
         prompts.focus()
         move_to(prompts, "args-prompt")
         await pilot.press("enter")
-        await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
+        labels = [str(label.render()) for label in pane.query(".form Static").results(Static)]
+        assert labels == ["city *", "state"]  # beside each field: a placeholder goes on typing
         out = lambda: str(pane.query_one(".out", Static).render())  # noqa: E731
+        await pilot.press("ctrl+g")  # city is required: the server's refusal, said in place
+        await until(pilot, lambda: out().startswith("✘ ") and "Invalid arguments" in out())
+        await type_into(pilot, pane.query_one(".form Input", Input), "Oslo")
         await until(pilot, lambda: "user: What's weather in Oslo?" in out())
         await show_tab(pilot, app, "resources")
         pane_r = app.screen.query_one(ResourcesPane)
@@ -157,6 +167,17 @@ async def test_prompts_and_resources(ui_daemon: UiDaemon) -> None:
         out_r = lambda: str(pane_r.query_one(".out", Static).render())  # noqa: E731
         await until(pilot, lambda: out_r() not in ("… reading", "Enter on a row to read it"))
         assert not out_r().startswith("✘")
+        template = "demo://resource/dynamic/text/{resourceId}"
+        move_to(resources, template)  # a template's URI is edited first, then read
+        await pilot.press("enter")
+        await until(pilot, lambda: "fill in its {variables}" in out_r())
+        uri = pane_r.query_one("#r-uri", Input)
+        assert uri.value == template
+        await type_into(pilot, uri, "demo://resource/dynamic/text/1")
+        await until(pilot, lambda: out_r() != "… reading" and "{variables}" not in out_r())
+        assert not out_r().startswith("✘"), out_r()
+        resources.clear(columns=True)  # as between the pane's compose and its on_mount:
+        app.refresh_views()  # a redraw then must wait for the columns, not crash the app
 
 
 async def test_import_and_add(ui_daemon: UiDaemon) -> None:
@@ -185,6 +206,8 @@ async def test_import_and_add(ui_daemon: UiDaemon) -> None:
         await type_into(pilot, app.screen.query_one("#f-command", Input), "mcp-server-time")
         await until(pilot, lambda: entry(settings, "im-clock") is not None)
         assert entry(settings, "im-clock")["command"] == "mcp-server-time"
+        await until(pilot, lambda: text(app, "#m-command") == "✓ saved")
+        assert text(app, "#m-name") == "✓ saved"  # no longer a draft
         await pilot.press("escape")
         table = app.screen.query_one(DataTable)
         await until(

@@ -12,14 +12,13 @@ pytest.importorskip("textual")
 
 from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
-from mework_ui.conversations import ConversationsScreen
 from mework_ui.questions import QuestionScreen
 from mework_ui.rows import selected
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, TextArea
 
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import add_servers, everything, move_to, text, type_into, until
+from tests.ui.helpers import add_servers, everything, open_conversation, text, type_into, until
 
 pytestmark = pytest.mark.anyio
 
@@ -82,16 +81,6 @@ async def answer_approvals(pilot: Pilot[Any], app: MeworkApp, other: AsyncClient
     await other.call("turns.end", {"turnId": turn["turnId"]})
 
 
-async def open_conversation(pilot: Pilot[Any], app: MeworkApp, conversation: str) -> None:
-    await pilot.press("f3")
-    await until(pilot, lambda: isinstance(app.screen, ConversationsScreen))
-    table = app.screen.query_one(DataTable)
-    await until(pilot, lambda: conversation in table.rows)
-    move_to(table, conversation)
-    await pilot.press("enter")
-    await until(pilot, lambda: f"{conversation}: why" in text(app, "#why"))
-
-
 async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
     """An elicitation as the daemon's event brings it; answered elsewhere meanwhile."""
     app = MeworkApp(str(ui_daemon.socket))
@@ -99,7 +88,10 @@ async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
         await until(pilot, lambda: app.model.online)
         schema = {
             "type": "object",
-            "properties": {"age": {"type": "integer", "title": "Age"}, "nick": {"type": "string"}},
+            "properties": {
+                "age": {"type": "integer", "title": "Age"},
+                "nick": {"type": "string", "default": "bob"},
+            },
             "required": ["age"],
         }
         request = {"elicitationId": "e1", "server": "kitchen", "message": "Who are you?"}
@@ -108,6 +100,7 @@ async def test_answers_a_form(ui_daemon: UiDaemon) -> None:
         await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         assert "Who are you?" in text(app, "#q-head")
         assert "Age *" in "\n".join(str(w.render()) for w in app.screen.query("#q-form Static"))
+        assert app.screen.query_one("#e-nick", Input).placeholder == "string (empty: bob)"
         await type_into(pilot, app.screen.query_one("#e-age", Input), "42")
         await pilot.press("ctrl+s")  # refused (no such elicitation), then resolved elsewhere
         await app.model.on_event("elicitation.resolved", {"elicitationId": "e1"})
