@@ -38,6 +38,7 @@ HINTS = {
     "unset_variable": "set it with: systemctl --user set-environment NAME=value",
     "protocol_error": "the server wrote something other than MCP on stdout",
     "auth_required": "log in to this server: Enter, then ctrl+l",
+    "auth_unavailable": "its authorization server is failing; the login is kept: try again later",
     "connect_failed": "nothing answers at the URL: is the server running?",
 }
 
