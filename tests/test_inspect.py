@@ -80,6 +80,13 @@ async def test_prompts_resources_completion_and_last_reported(short_tmp: Path) -
         assert "user: " in format_prompt(got)
         assert "cut: " in format_prompt(got)
 
+        # A missing required argument is the server's own -32602, its code said once.
+        with pytest.raises(RpcError) as refused:
+            await c.call("servers.getPrompt", {"name": "everything", "prompt": "args-prompt"})
+        assert refused.value.kind == "server_unavailable"
+        assert "(-32602)" in refused.value.message
+        assert "MCP error" not in refused.value.message
+
         listed = await c.call("servers.resources", {"name": "everything"})
         assert len(listed["resources"]) >= 7
         templates = [t["uriTemplate"] for t in listed["resourceTemplates"]]

@@ -110,7 +110,9 @@ def _safe_url(url: str | None) -> str:
 
 def server_error_text(exc: MCPError) -> str:
     """A server's error reply in words, for a failure reason or a Test connection section."""
-    return f"the server answered with an error: {exc.message} ({exc.code})"
+    # The TypeScript SDK writes its own "MCP error -32602: " into the message: say the code once.
+    message = exc.message.removeprefix(f"MCP error {exc.code}: ")
+    return f"the server answered with an error: {message} ({exc.code})"
 
 
 def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str]:
