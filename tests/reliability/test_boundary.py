@@ -10,8 +10,10 @@ StrictModes), and the modes of the files meworkd creates.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import pwd
 import socket
 import stat
 import subprocess
@@ -134,34 +136,110 @@ def test_the_daemon_refuses_a_socket_directory_that_is_not_private(case: str) ->
 
 def test_the_tmp_fallback_planted_by_another_user_is_refused() -> None:
     """``/tmp/mework-$UID`` (used without XDG_RUNTIME_DIR) made in advance by another user, with
-    that user's socket in it: the daemon refuses it, and meworkctl never connects."""
-    fallback = Path(f"/tmp/mework-{os.getuid()}")
-    if fallback.exists() or fallback.is_symlink():
-        pytest.skip(f"{fallback} exists already on this machine")
-    without_xdg = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEWORK_"))}
-    with daemon_dir() as root, _planted_fallback(fallback) as received:
-        done = run_meworkd(root, None, env=without_xdg)
-        ctl = subprocess.run(
-            [str(MEWORKCTL), "status"],
-            env=without_xdg,
-            capture_output=True,
-            text=True,
-            timeout=BOUND,
-            check=False,
-        )
-        assert received() == 0
+    that user's socket in it: the daemon refuses it, and meworkctl never connects.
+
+    The daemon and meworkctl run as a uid of no account on this machine, claimed for this test
+    alone (see :func:`_claimed_fallback`): they compute the real fallback path from their own uid,
+    while another suite on this machine, or another worker, claims a different one."""
+    with daemon_dir() as root, _claimed_fallback() as (uid, fallback):
+        os.chown(root, uid, uid)
+        # Without XDG_* and MEWORK_*: the default socket path is the /tmp fallback.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEWORK_"))}
+        env |= {"HOME": str(root)}  # root's own is closed to that uid
+        as_uid: dict[str, Any] = {"preexec_fn": lambda: _become(uid)}
+        with _planted_fallback(fallback) as received:
+            done = run_meworkd(root, None, env=env, **as_uid)
+            ctl = subprocess.run(
+                [str(MEWORKCTL), "status"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BOUND,
+                check=False,
+                **as_uid,
+            )
+            assert received() == 0
     assert done.returncode == EXIT_UNSAFE_PATH, done.stderr
-    problem = f"{fallback} belongs to uid {NOBODY}, not to uid {os.getuid()}"
+    problem = f"{fallback} belongs to uid {NOBODY}, not to uid {uid}"
     assert problem in done.stderr, done.stderr
     assert ctl.returncode == 1, ctl.stderr
     assert f"refusing to talk to {fallback}/meworkd.sock: its directory" in ctl.stderr, ctl.stderr
     assert problem in ctl.stderr, ctl.stderr
 
 
+_PR_SET_KEEPCAPS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 8, 47, 2
+_CAP_DAC_READ_SEARCH = 2
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _become(uid: int) -> None:
+    """Run in the child before exec: become ``uid`` (its own group, no others), keeping only
+    the right to read and search any directory, so that the interpreter is reachable wherever
+    it is installed (under /root, say). The checks under test compare owners with the uid,
+    which that right does not change."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:  # the parent's subprocess call raises, naming preexec_fn
+            raise OSError(ctypes.get_errno(), what)
+
+    check(libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS")
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    keep = 1 << _CAP_DAC_READ_SEARCH
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)(_CapData(keep, keep, keep), _CapData(0, 0, 0))
+    check(libc.capset(ctypes.byref(header), data), "capset")
+    # exec keeps only ambient capabilities for a uid other than 0
+    check(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient")
+
+
+# Uids tried for the fallback test, far above any account a system makes (65534 is nobody).
+_SPARE_UIDS = range(3_000_000, 3_000_000 + 4096)
+
+
+@contextlib.contextmanager
+def _claimed_fallback() -> Iterator[tuple[int, Path]]:
+    """A uid with no account here whose ``/tmp/mework-<uid>`` this call made, so that nothing
+    else uses it; starts from this process's id, as concurrent runs have different ones.
+    The directory is removed afterwards (it must be empty by then)."""
+    start = os.getpid() % len(_SPARE_UIDS)
+    for i in range(len(_SPARE_UIDS)):
+        uid = _SPARE_UIDS[(start + i) % len(_SPARE_UIDS)]
+        try:
+            pwd.getpwuid(uid)
+            continue  # a real account: its fallback directory is not ours to plant
+        except KeyError:
+            pass
+        fallback = Path(f"/tmp/mework-{uid}")
+        try:
+            fallback.mkdir(mode=0o755)  # atomic: whoever makes it owns it for this test
+        except FileExistsError:
+            continue
+        try:
+            yield uid, fallback
+        finally:
+            fallback.rmdir()
+        return
+    pytest.fail(f"every /tmp/mework-<uid> for uids {_SPARE_UIDS} exists already")
+
+
 @contextlib.contextmanager
 def _planted_fallback(fallback: Path) -> Iterator[Any]:
     """Another user's directory at the fallback path, open to all, with its socket in it."""
-    fallback.mkdir(mode=0o755)
     try:
         fallback.chmod(0o755)
         os.chown(fallback, NOBODY, NOBODY)
@@ -170,7 +248,6 @@ def _planted_fallback(fallback: Path) -> Iterator[Any]:
     finally:
         for child in fallback.iterdir():
             child.unlink()
-        fallback.rmdir()
 
 
 def test_the_lock_file_is_not_followed() -> None:

@@ -41,8 +41,8 @@ pytestmark = pytest.mark.anyio
 
 STOP_BOUND = 5.0  # seconds, the issue's bound for SIGTERM in every state
 # The daemon's CPU time over a quiet interval must stay a small share of it: a retry loop or a
-# blocked reader spinning would use all of it. The interval spans several watcher wake-ups
-# (WATCH_RUST_TIMEOUT_MS, 0.5 s).
+# blocked reader spinning would use all of it. (The settings watcher has no time-out: idle, it
+# wakes only inside watchfiles' thread, every WATCH_STEP_MS, to check its stop event.)
 QUIET_SECONDS = 2.0
 QUIET_CPU_SHARE = 0.1
 TOPICS = ["settings.invalid", "settings.reloaded"]
