@@ -171,6 +171,9 @@ def configure_logging(
     # The SDK logs every parse failure and teardown hiccup at INFO/ERROR; WARNING keeps them
     # without drowning the journal, DEBUG shows everything.
     root.setLevel(numeric if numeric <= logging.DEBUG else max(numeric, logging.WARNING))
+    # watchfiles reports each inotify wake, a log file beside the settings among them: at debug
+    # that wrote a line per line, a loop. settings.applied says what a change did.
+    logging.getLogger("watchfiles").setLevel(max(numeric, logging.WARNING))
     logging.captureWarnings(True)
 
 
