@@ -8,6 +8,7 @@ the policy of now (settings, selection, level), not of the turn's start. What th
 read is an ``isError`` result; a malformed call (unknown or ended turn, a running callId) fails.
 """
 
+import secrets
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +153,7 @@ class Turns:
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
         turn = self._get(turn_id)
-        call_id = call_id or uuid.uuid4().hex[:12]
+        call_id = call_id or secrets.token_hex(6)  # 12 hex digits, as uuid4().hex[:12] was
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
             raise DuplicateCallId(turn.id, call_id)
