@@ -51,7 +51,7 @@ class CallRecord:
         self.fields = fields
         self._started = time.monotonic()
         self.time = wire_time()
-        self.id = db.record_request(**fields._asdict(), at=self.time)
+        self.id = db.record_request(*fields, at=self.time)
         self.allowed: Decision | None = None
         self.finished = False
         bus.publish(
@@ -82,7 +82,7 @@ class CallRecord:
             return
         self.finished = True
         entry = AuditEntry(
-            **self.fields._asdict(),
+            *self.fields,  # CallFields is AuditEntry's leading fields, in order
             decision=decision,
             decided_by=decided_by.value,
             reason=reason,

@@ -18,6 +18,7 @@ from meworkd.mcp import (
     TalkFailed,
     call_failure_text,
     call_tool,
+    timed_out,
 )
 from meworkd.settings import Settings
 
@@ -40,8 +41,15 @@ class CallRunner:
         self._asks = asks
 
     async def run(
-        self, site: CallSite, binding: Binding, arguments: dict[str, Any], settings: Settings
+        self,
+        site: CallSite,
+        binding: Binding,
+        arguments: dict[str, Any],
+        settings: Settings,
+        clock: CallClock,
     ) -> dict[str, Any]:
+        """The call's result; ``clock``: the call's, whose scope the caller has entered (a
+        timeout cancels it: the caller answers with :meth:`expired`)."""
         config = settings.servers.get(binding.server)
         if config is None or not config.enabled:  # a reload since the binding was checked
             return error_result(f"The MCP server {binding.server} is no longer available.")
@@ -61,7 +69,7 @@ class CallRunner:
                 },
             )
 
-        clock = CallClock(config.timeout, config.long_running)
+        clock.bind(config, settings.mcp.max_reply_bytes)
         slot = CallSlot(site.conversation_id, binding.server, site.turn_id, site.call_id, clock)
         try:
             with self._asks.inflight.running(slot):
@@ -84,3 +92,9 @@ class CallRunner:
                 # since the last call, or was retired): a server failure frontends show.
                 self._pool.status.failed(binding.server, site.conversation_id, exc)
             return error_result(call_failure_text(exc, binding.server))
+
+    def expired(self, server: str, clock: CallClock) -> dict[str, Any]:
+        """The result of a call to ``server`` whose ``clock`` ran out (worded as the pool
+        words a timeout the SDK reports)."""
+        assert clock.config is not None  # (bound before it could run out)
+        return error_result(call_failure_text(timed_out(server, clock.config), server))

@@ -6,9 +6,9 @@ callback sees may be another call's, on stdio), and all of them are held. Each s
 its call's clock, stopped while a question bound to the call waits for a person.
 """
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextvars import Token
 from dataclasses import dataclass
+from types import TracebackType
 
 from meworkd.mcp import CURRENT_CALL, CallClock
 
@@ -28,20 +28,9 @@ class InFlight:
     def __init__(self) -> None:
         self._slots: dict[tuple[str, str], list[CallSlot]] = {}
 
-    @contextmanager
-    def running(self, slot: CallSlot) -> Iterator[None]:
-        """``slot`` is in flight (and the current call of this task) inside the block."""
-        key = (slot.conversation_id, slot.server)
-        self._slots.setdefault(key, []).append(slot)
-        token = CURRENT_CALL.set(slot)
-        try:
-            yield
-        finally:
-            CURRENT_CALL.reset(token)
-            slots = self._slots[key]
-            slots.remove(slot)
-            if not slots:
-                del self._slots[key]
+    def running(self, slot: CallSlot) -> "_Running":
+        """``slot`` is in flight (and the current call of this task) inside the ``with`` block."""
+        return _Running(self._slots, slot)
 
     def find(
         self, conversation_id: str | None, server: str, current: object
@@ -60,3 +49,29 @@ class InFlight:
         if not slots and isinstance(current, CallSlot):
             return current, [current]
         return None, slots
+
+
+class _Running:
+    """The ``with`` block of :meth:`InFlight.running` (a class, not a generator: bench B1)."""
+
+    __slots__ = ("_key", "_slot", "_slots", "_token")
+
+    def __init__(self, slots: dict[tuple[str, str], list[CallSlot]], slot: CallSlot) -> None:
+        self._slots = slots
+        self._slot = slot
+        self._key = (slot.conversation_id, slot.server)
+        self._token: Token[object] | None = None
+
+    def __enter__(self) -> None:
+        self._slots.setdefault(self._key, []).append(self._slot)
+        self._token = CURRENT_CALL.set(self._slot)
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._token is not None:
+            CURRENT_CALL.reset(self._token)
+        slots = self._slots[self._key]
+        slots.remove(self._slot)
+        if not slots:
+            del self._slots[self._key]

@@ -8,6 +8,7 @@ the policy of now (settings, selection, level), not of the turn's start. What th
 read is an ``isError`` result; a malformed call (unknown or ended turn, a running callId) fails.
 """
 
+import secrets
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
-from meworkd.mcp import SessionPool, ToolInfo, call_failure_text, list_tools
+from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
 
@@ -53,7 +54,7 @@ class Turn:
     bindings: dict[str, Binding]
     tools: list[dict[str, Any]] = field(default_factory=list)
     parent_id: str | None = None
-    calls: dict[str, anyio.CancelScope] = field(default_factory=dict)
+    calls: dict[str, CallClock] = field(default_factory=dict)
 
 
 class Turns:
@@ -160,7 +161,7 @@ class Turns:
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
         turn = self._get(turn_id)
-        call_id = call_id or uuid.uuid4().hex[:12]
+        call_id = call_id or secrets.token_hex(6)  # 12 hex digits, as uuid4().hex[:12] was
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
             raise DuplicateCallId(turn.id, call_id)
@@ -199,10 +200,13 @@ class Turns:
         record: CallRecord,
     ) -> msgspec.Raw:
         call_id = record.fields.call_id
-        with anyio.CancelScope() as scope:
-            turn.calls[call_id] = scope
+        # One cancel scope for the whole call: the turn's cancel and, while the request is
+        # out, the server's timeout (bench B1: a scope costs as much as a small method).
+        clock = CallClock()
+        with clock.scope:
+            turn.calls[call_id] = clock
             try:
-                outcome = await self._run(turn, name, binding, arguments, record)
+                outcome = await self._run(turn, name, binding, arguments, record, clock)
             except Exception as exc:
                 # Its requested record gets an outcome now, not "interrupted" at the next start.
                 reason = exc.message if isinstance(exc, MeworkError) else "internal error"
@@ -210,11 +214,15 @@ class Turns:
                 raise
             finally:
                 turn.calls.pop(call_id, None)
-        if scope.cancelled_caught:
-            # Cancelled before a decision (hooks running, user asked) is a deny by
-            # cancellation; cancelled while running keeps who allowed it.
-            record.cut_off(DecidedBy.CANCELLED, "cancelled")
-            return self._wire(error_result("The call was cancelled."))
+        if clock.scope.cancelled_caught:
+            if not clock.expired:
+                # Cancelled before a decision (hooks running, user asked) is a deny by
+                # cancellation; cancelled while running keeps who allowed it.
+                record.cut_off(DecidedBy.CANCELLED, "cancelled")
+                return self._wire(error_result("The call was cancelled."))
+            # The server's time ran out: an allowed call that failed, as the pool words it.
+            assert record.allowed is not None  # (the clock runs only once it is allowed)
+            outcome = record.allowed, self._runner.expired(binding.server, clock), clock.reply_limit
         decision, result, limit = outcome
         if not decision.allowed:
             record.finish("deny", decision.decided_by, decision.reason)
@@ -232,6 +240,7 @@ class Turns:
         binding: Binding,
         arguments: dict[str, Any],
         record: CallRecord,
+        clock: CallClock,
     ) -> tuple[Decision, dict[str, Any], int]:
         """Decide the call under the policy of now, then make it: (decision, result, limit)."""
         call_id = record.fields.call_id
@@ -250,7 +259,7 @@ class Turns:
             return checked, error_result(checked.reason or ""), 0
         again, call_with = checked
         site = CallSite(turn.conversation_id, turn.id, call_id)
-        result = await self._runner.run(site, again, arguments, call_with)
+        result = await self._runner.run(site, again, arguments, call_with, clock)
         return decision, result, call_with.mcp.max_reply_bytes
 
     async def _current(
@@ -324,14 +333,14 @@ class Turns:
             call_id,
         )
         self._asks.cancel(turn_id, call_id)  # the server's questions of the call, likewise
-        scopes = (
+        clocks = (
             [turn.calls[call_id]]
             if call_id in turn.calls
             else ([] if call_id else list(turn.calls.values()))
         )
-        for scope in scopes:
-            scope.cancel()
-        return len(scopes)
+        for clock in clocks:
+            clock.cancel()
+        return len(clocks)
 
     def end(self, turn_id: str) -> None:
         self.cancel(turn_id, None)

@@ -20,7 +20,7 @@ from meworkd.mcp.model import PeerInfo, ServerReport, ToolInfo
 from meworkd.mcp.pool import LogWriter, SessionPool
 from meworkd.mcp.report import describe
 from meworkd.mcp.session import McpSession, SessionState
-from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools
+from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools, timed_out
 
 __all__ = [
     "AUTH_TOPIC",
@@ -54,4 +54,5 @@ __all__ = [
     "list_tools",
     "read_resource",
     "run_inspection",
+    "timed_out",
 ]

@@ -8,14 +8,11 @@ in one walk (:func:`shape_reply`), and refused while it arrives once it passes i
 :class:`~meworkd.mcp.model.ToolInfo`.
 """
 
-import math
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError
 from mcp.client import ClientRequestContext
-from mcp_types import REQUEST_TIMEOUT
 from mcp_types.methods import validate_server_result
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -28,6 +25,7 @@ from meworkd.mcp.budget import (
     REPLY_BUDGET,
     ReplyBudget,
 )
+from meworkd.mcp.callclock import CallClock, timed_out
 from meworkd.mcp.direct import DirectCalls, DirectClientSession, ProgressSink
 from meworkd.mcp.errors import InvalidListing, NotAToolResult, TalkFailed, invalid_listing
 from meworkd.mcp.model import ToolInfo
@@ -40,6 +38,7 @@ __all__ = [
     "list_tools",
     "shape_reply",
     "strip_meta",
+    "timed_out",
 ]
 
 MAX_INPUT_ROUNDS = 10  # rounds of a 2026-07-28 input_required result, then the call fails
@@ -142,7 +141,7 @@ async def call_tool(
     tool: str,
     arguments: dict[str, Any],
     *,
-    clock: "CallClock",
+    clock: CallClock,
     on_progress: ProgressSink,
     reply_limit: int | None = None,
 ) -> dict[str, Any]:
@@ -180,40 +179,6 @@ def _reply_refused(read: int, limit: int) -> TalkFailed:
     )
 
 
-class CallClock:
-    """A call's own timeout, which stops while the person answers what the server asked.
-
-    A watchdog deadline ``timeout`` seconds ahead; progress of a long-running server moves it,
-    and while any question bound to the call is open (:meth:`hold`) there is no deadline at
-    all: a 60-second call timeout must not cancel a form the user is filling in.
-    """
-
-    def __init__(self, timeout: float, long_running: bool) -> None:
-        self.timeout = timeout
-        self.long_running = long_running
-        self.scope = anyio.CancelScope(deadline=math.inf)
-        self._holds = 0
-
-    def start(self) -> None:
-        self._rearm()
-
-    def hold(self) -> None:
-        self._holds += 1
-        self.scope.deadline = math.inf
-
-    def release(self) -> None:
-        self._holds -= 1
-        self._rearm()
-
-    def progressed(self) -> None:
-        if self.long_running:
-            self._rearm()
-
-    def _rearm(self) -> None:
-        if self._holds == 0:
-            self.scope.deadline = anyio.current_time() + self.timeout
-
-
 async def _call(
     client: ClientSession,
     tool: str,
@@ -222,8 +187,8 @@ async def _call(
     on_progress: ProgressSink,
 ) -> dict[str, Any]:
     # Every call runs under its clock's watchdog (not the SDK's read timeout, which would keep
-    # running while a person answers the server's question); cancelling it also sends
-    # notifications/cancelled.
+    # running while a person answers the server's question); its cancellation (the caller's
+    # scope catches it) also sends notifications/cancelled.
     def progressed(progress: float, total: float | None, message: str | None) -> None:
         clock.progressed()
         on_progress(progress, total, message)
@@ -233,13 +198,13 @@ async def _call(
 
     direct = client.direct if isinstance(client, DirectClientSession) else None
     clock.start()
-    with clock.scope:
+    try:
         if direct is not None:
             raw = await _direct_call(client, direct, tool, arguments, progressed)
         else:
             raw = await _call_rounds(client, tool, arguments, progress)
-    if clock.scope.cancelled_caught:
-        raise MCPError(REQUEST_TIMEOUT, f"timed out after {clock.timeout:g} s")
+    finally:
+        clock.stop()
     return shape_reply(raw)
 
 

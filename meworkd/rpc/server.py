@@ -6,7 +6,6 @@ can end the daemon: the worst it gets is an error reply and, for a stream that i
 all, a closed connection.
 """
 
-import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -15,7 +14,6 @@ from enum import Enum
 import anyio
 import anyio.lowlevel
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mework_protocol import boundary, codes
 
 from meworkd.base.events import EventBus
@@ -25,6 +23,7 @@ from meworkd.rpc import sockio
 from meworkd.rpc.accepting import Acceptor, refuse
 from meworkd.rpc.connection import STALL_TIMEOUT, Connection
 from meworkd.rpc.dispatch import Dispatcher, Slot, error_response, invalid_request
+from meworkd.rpc.handoff import Handoff
 
 __all__ = ["RpcServer", "ServerState", "peer_uid"]
 
@@ -120,23 +119,23 @@ class RpcServer:
             self.connections -= 1
 
     async def _serve_connection(self, stream: SocketStream) -> None:
-        jobs_send, jobs_receive = anyio.create_memory_object_stream[bytes]()
+        jobs = Handoff()
         async with anyio.create_task_group() as outer:
             requests = anyio.create_task_group()
             conn = Connection(stream, requests, self._bus, self._redact_events)
             conn.stall_timeout = self.stall_timeout
             outer.start_soon(conn.run_writer)
             try:
-                async with jobs_receive, requests:
+                async with requests:
                     self._request_scopes.add(requests.cancel_scope)
                     with anyio.CancelScope() as reading:
                         self._readers.add(reading)
                         if self.state is not ServerState.RUNNING:
                             reading.cancel()
                         try:
-                            with jobs_send:  # closed: idle workers end
-                                await self._read(stream, conn, requests, jobs_send, jobs_receive)
+                            await self._read(stream, conn, requests, jobs)
                         finally:
+                            jobs.close()  # idle workers end
                             self._readers.discard(reading)
                             conn.close()
                     if self.state is not ServerState.RUNNING:
@@ -157,8 +156,7 @@ class RpcServer:
         stream: SocketStream,
         conn: Connection,
         requests: TaskGroup,
-        jobs_send: MemoryObjectSendStream[bytes],
-        jobs_receive: MemoryObjectReceiveStream[bytes],
+        jobs: Handoff,
     ) -> None:
         limiter = anyio.Semaphore(MAX_IN_FLIGHT)
         splitter = LineSplitter(self.max_line)
@@ -187,10 +185,8 @@ class RpcServer:
                     limiter.acquire_nowait()  # under the limit: no extra event-loop pass
                 except anyio.WouldBlock:
                     await limiter.acquire()
-                try:
-                    jobs_send.send_nowait(line)  # an idle worker of this connection takes it
-                except anyio.WouldBlock:
-                    requests.start_soon(self._work, conn, line, limiter, jobs_receive)
+                if not jobs.give(line):  # an idle worker of this connection takes it, or:
+                    requests.start_soon(self._work, conn, line, limiter, jobs)
             # The requests just handed over run before this reader waits for more (bench B1:
             # setting up the wait is not on their way), and a peer that never pauses cannot
             # starve the others.
@@ -221,7 +217,7 @@ class RpcServer:
         conn: Connection,
         first: bytes,
         limiter: anyio.Semaphore,
-        jobs: MemoryObjectReceiveStream[bytes],
+        jobs: Handoff,
     ) -> None:
         """Answer ``first``, then further lines of the connection, until it ends.
 
@@ -243,9 +239,8 @@ class RpcServer:
                 await self._answer(conn, line, slot)
             finally:
                 slot.release()
-            line = None
-            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
-                line = await jobs.receive()
+            line = None  # (not held while idle)
+            line = await jobs.take()
 
     async def _answer(self, conn: Connection, line: bytes, slot: Slot) -> None:
         reply = await self._dispatcher.handle_line(line, conn, slot)

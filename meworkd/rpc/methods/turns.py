@@ -4,7 +4,7 @@ from typing import Any
 
 import msgspec
 from mework_protocol.params import BeginParams, CallToolParams, CancelParams, TurnParams
-from structlog.contextvars import bound_contextvars
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
@@ -25,8 +25,12 @@ async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any
 @group.add("turns.callTool", CallToolParams)
 async def call_tool(s: Services, _conn: Connection, p: CallToolParams) -> msgspec.Raw:
     # The reply's bytes as Turns encoded them once (and redacted, when secrets are configured).
-    with bound_contextvars(turn=p.turn_id):
+    # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
+    tokens = bind_contextvars(turn=p.turn_id)
+    try:
         return await s.live().turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
+    finally:
+        reset_contextvars(**tokens)
 
 
 @group.add("turns.cancel", CancelParams)
