@@ -1,0 +1,116 @@
+"""The OAuth group of the detail page: an HTTP entry's ``oauth`` object seen and edited.
+
+Against the shared real daemon: each edit is seen in the settings file, a value the daemon
+refuses is shown beside its field with the file unchanged, and the client secret is masked.
+"""
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from mework_ui.app import MeworkApp
+from mework_ui.detail import DetailScreen
+from mework_ui.fields import FieldError, oauth_with, parse_field, show_field
+from mework_ui.oauth_group import OAuthGroup
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Select, Switch
+
+from tests.ui.conftest import UiDaemon
+from tests.ui.helpers import add_servers, entry, everything, text, type_into, until
+
+pytestmark = pytest.mark.anyio
+
+HTTP = {"type": "streamable_http", "url": "http://127.0.0.1:9/mcp"}
+
+
+def oauth_in(daemon: UiDaemon) -> Any:
+    return (entry(daemon.settings, "oa-http") or {}).get("oauth")
+
+
+async def test_oauth_fields_edit_the_file(ui_daemon: UiDaemon) -> None:
+    secret = {"clientSecret": "oa-s3cret"}
+    await add_servers(
+        ui_daemon.socket, {"oa-http": {**HTTP, "oauth": secret}, "oa-stdio": everything()}
+    )
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "oa-stdio" in app.screen.query_one(DataTable).rows)
+        await app.push_screen(DetailScreen("oa-stdio"))
+        await until(pilot, lambda: app.screen.query_one("#f-command", Input).value != "")
+        assert not app.screen.query_one(OAuthGroup).display  # only an HTTP server logs in
+        await app.pop_screen()
+        await app.push_screen(DetailScreen("oa-http"))
+        await masked_secret(pilot, app)
+        await text_fields(pilot, app, ui_daemon)
+        await refused_port(pilot, app, ui_daemon)
+        await grant_and_switch(pilot, app, ui_daemon)
+
+
+async def masked_secret(pilot: Pilot[Any], app: MeworkApp) -> None:
+    field = app.screen.query_one("#f-oauth-clientSecret", Input)
+    await until(pilot, lambda: field.value == "oa-s3cret")
+    assert app.screen.query_one(OAuthGroup).display
+    assert field.password  # masked until revealed, with the page's other secrets
+    assert "masked" in text(app, "#m-oauth-clientSecret")
+    await pilot.press("ctrl+r")
+    assert not field.password
+
+
+async def text_fields(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> None:
+    await type_into(pilot, app.screen.query_one("#f-oauth-clientId", Input), "oa-client")
+    await until(pilot, lambda: oauth_in(daemon).get("clientId") == "oa-client")
+    assert "✓ saved" in text(app, "#m-oauth-clientId")
+    await type_into(pilot, app.screen.query_one("#f-oauth-scopes", Input), " read  write ")
+    await until(pilot, lambda: oauth_in(daemon).get("scopes") == ["read", "write"])
+    # each patch is the whole object: the secret and the earlier field are kept
+    assert oauth_in(daemon) == {
+        "clientSecret": "oa-s3cret",
+        "clientId": "oa-client",
+        "scopes": ["read", "write"],
+    }
+
+
+async def refused_port(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> None:
+    before = entry(daemon.settings, "oa-http")
+    port = app.screen.query_one("#f-oauth-redirectPort", Input)
+    await type_into(pilot, port, "eighty")
+    assert "✘ a port number" in text(app, "#m-oauth-redirectPort")  # refused before sending
+    await type_into(pilot, port, "70000")
+    await until(pilot, lambda: "not saved" in text(app, "#m-oauth-redirectPort"))
+    assert "redirectPort" in text(app, "#m-oauth-redirectPort")  # the daemon's own reason
+    assert entry(daemon.settings, "oa-http") == before
+    await type_into(pilot, port, "8765")
+    await until(pilot, lambda: oauth_in(daemon).get("redirectPort") == 8765)
+
+
+async def grant_and_switch(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> None:
+    app.screen.query_one("#f-oauth-grant", Select).value = "client_credentials"
+    await until(pilot, lambda: oauth_in(daemon).get("grant") == "client_credentials")
+    kept = oauth_in(daemon)
+    app.screen.query_one("#f-oauth", Switch).value = False
+    await until(pilot, lambda: oauth_in(daemon) is False)
+    assert not app.screen.query_one("#oauth-fields").display  # false has nothing to edit
+    assert "never logs in" in text(app, "#m-oauth")
+    app.screen.query_one("#f-oauth", Switch).value = True  # the object switched off comes back
+    await until(pilot, lambda: oauth_in(daemon) == kept)
+    assert app.screen.query_one("#oauth-fields").display
+
+
+def test_oauth_fields_as_text() -> None:
+    stored = {"oauth": {"clientId": "c", "scopes": ["a", "b"], "redirectPort": 8765}}
+    assert show_field("oauth-scopes", stored) == "a b"
+    assert show_field("oauth-redirectPort", stored) == "8765"
+    assert show_field("oauth-clientId", {"oauth": False}) == ""
+    assert parse_field("oauth-scopes", "a  b") == ["a", "b"]
+    assert parse_field("oauth-redirectPort", " 8765 ") == 8765
+    assert parse_field("oauth-clientId", " ") is None  # an emptied field removes the key
+    with pytest.raises(FieldError, match="a port number"):
+        parse_field("oauth-redirectPort", "eighty")
+    assert oauth_with(stored, "oauth-clientId", None) == {
+        "scopes": ["a", "b"],
+        "redirectPort": 8765,
+    }
+    assert oauth_with({"oauth": {"clientId": "c"}}, "oauth-clientId", None) is None  # key goes
+    assert oauth_with({"oauth": False}, "oauth-clientId", "c") == {"clientId": "c"}
