@@ -12,6 +12,7 @@ from textual.widgets import Footer, Input, Select, Static, Switch, TabbedContent
 
 from mework_ui.fields import (
     OAUTH,
+    OAUTH_TEXT_FIELDS,
     SECRET_FIELDS,
     TEXT_FIELDS,
     FieldError,
@@ -229,14 +230,15 @@ class DetailScreen(Screen[None]):
                 await self.mework.link.call(
                     "servers.update", {"name": self.server, "patch": {key: value}}
                 )
-        except _Draft as draft_note:
+        except _Draft as draft_note:  # a draft's type still picks the fields to show
             self.set_msg(field, f"… {draft_note}")
-            return
         except Exception as exc:  # noqa: BLE001 - the daemon's reason, beside the field
             self.set_msg(field, f"✘ {describe(exc)} (not saved)")
             return
-        self.entry = {k: v for k, v in draft.items() if v is not None}
-        self.set_msg(field, "✓ saved" if key not in ("enabled", "longRunning") else str(value))
+        else:
+            self.entry = {k: v for k, v in draft.items() if v is not None}
+            saved = "✓ saved" if key not in ("enabled", "longRunning") else str(value)
+            self.set_msg(field, saved)
         if key == "type":
             self.show_transport()
         if field == "oauth":
@@ -250,8 +252,9 @@ class DetailScreen(Screen[None]):
             raise _Draft
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
-        for key, _label, _transport in TEXT_FIELDS:  # kept as a draft, saved with it now
-            if key == "name" or key in server:
+        texts = [key for key, _label, _transport in TEXT_FIELDS]
+        for key in (*texts, *(field for field, _label in OAUTH_TEXT_FIELDS)):
+            if show_field(key, draft):  # kept as a draft, saved with it now
                 self.set_msg(key, "✓ saved")
         self.server = name
         self.refresh_bindings()  # now it can be tested

@@ -59,12 +59,16 @@ async def masked_secret(pilot: Pilot[Any], app: MeworkApp) -> None:
 
 
 async def text_fields(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> None:
-    await type_into(pilot, app.screen.query_one("#f-oauth-clientId", Input), "oa-client")
+    # Two fields submitted at once: each patch is the whole object, built on the last one
+    # saved, so neither drops the other (nor the secret).
+    client_id = app.screen.query_one("#f-oauth-clientId", Input)
+    scopes = app.screen.query_one("#f-oauth-scopes", Input)
+    client_id.value, scopes.value = "oa-client", " read  write "
+    await client_id.action_submit()
+    await scopes.action_submit()
     await until(pilot, lambda: oauth_in(daemon).get("clientId") == "oa-client")
-    assert "✓ saved" in text(app, "#m-oauth-clientId")
-    await type_into(pilot, app.screen.query_one("#f-oauth-scopes", Input), " read  write ")
     await until(pilot, lambda: oauth_in(daemon).get("scopes") == ["read", "write"])
-    # each patch is the whole object: the secret and the earlier field are kept
+    assert "✓ saved" in text(app, "#m-oauth-clientId")
     assert oauth_in(daemon) == {
         "clientSecret": "oa-s3cret",
         "clientId": "oa-client",
@@ -96,6 +100,24 @@ async def grant_and_switch(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) 
     app.screen.query_one("#f-oauth", Switch).value = True  # the object switched off comes back
     await until(pilot, lambda: oauth_in(daemon) == kept)
     assert app.screen.query_one("#oauth-fields").display
+
+
+async def test_a_new_http_server_keeps_its_oauth_draft(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(DetailScreen(None))
+        screen = app.screen
+        screen.query_one("#f-type", Select).value = "streamable_http"
+        await until(pilot, lambda: screen.query_one(OAuthGroup).display)
+        assert screen.query_one("#row-url").display  # a draft's type shows its own fields
+        assert not screen.query_one("#row-command").display
+        await type_into(pilot, screen.query_one("#f-name", Input), "oa-new")
+        await type_into(pilot, screen.query_one("#f-oauth-clientId", Input), "oa-new-client")
+        await until(pilot, lambda: "kept as a draft" in text(app, "#m-oauth-clientId"))
+        await type_into(pilot, screen.query_one("#f-url", Input), HTTP["url"])
+        await until(pilot, lambda: entry(ui_daemon.settings, "oa-new") is not None)
+        assert entry(ui_daemon.settings, "oa-new")["oauth"] == {"clientId": "oa-new-client"}
+        await until(pilot, lambda: "✓ saved" in text(app, "#m-oauth-clientId"))
 
 
 def test_oauth_fields_as_text() -> None:
