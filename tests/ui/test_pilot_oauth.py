@@ -83,7 +83,9 @@ async def refused_port(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> N
     assert "✘ a port number" in text(app, "#m-oauth-redirectPort")  # refused before sending
     await type_into(pilot, port, "70000")
     await until(pilot, lambda: "not saved" in text(app, "#m-oauth-redirectPort"))
-    assert "redirectPort" in text(app, "#m-oauth-redirectPort")  # the daemon's own reason
+    reason = text(app, "#m-oauth-redirectPort")  # the daemon's own words, said once
+    assert "redirectPort: expected a port number" in reason
+    assert reason.count("expected") == 1
     assert entry(daemon.settings, "oa-http") == before
     await type_into(pilot, port, "8765")
     await until(pilot, lambda: oauth_in(daemon).get("redirectPort") == 8765)
