@@ -183,7 +183,9 @@ class DetailScreen(Screen[None]):
 
     @on(Select.Changed, "#f-oauth-grant")
     def commit_grant(self, event: Select.Changed) -> None:
-        if event.value != grant_of(self.entry):
+        if event.value == grant_of(self.entry):
+            self.set_msg("oauth-grant", "")  # back to the saved one: a refusal no longer applies
+        else:
             self.save("oauth-grant", event.value)
 
     @on(Switch.Changed)

@@ -92,7 +92,17 @@ async def refused_port(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> N
 
 
 async def grant_and_switch(pilot: Pilot[Any], app: MeworkApp, daemon: UiDaemon) -> None:
-    app.screen.query_one("#f-oauth-grant", Select).value = "client_credentials"
+    grant = app.screen.query_one("#f-oauth-grant", Select)
+    await type_into(pilot, app.screen.query_one("#f-oauth-clientSecret", Input), "")
+    await until(pilot, lambda: "clientSecret" not in oauth_in(daemon))
+    grant.value = "client_credentials"  # a client id and no credential: refused
+    await until(pilot, lambda: "not saved" in text(app, "#m-oauth-grant"))
+    assert "grant" not in oauth_in(daemon)
+    grant.value = "authorization_code"
+    await until(pilot, lambda: text(app, "#m-oauth-grant") == "")
+    await type_into(pilot, app.screen.query_one("#f-oauth-clientSecret", Input), "oa-s3cret")
+    await until(pilot, lambda: oauth_in(daemon).get("clientSecret") == "oa-s3cret")
+    grant.value = "client_credentials"
     await until(pilot, lambda: oauth_in(daemon).get("grant") == "client_credentials")
     kept = oauth_in(daemon)
     app.screen.query_one("#f-oauth", Switch).value = False
