@@ -2,6 +2,7 @@
 
 from typing import Any, ClassVar, cast
 
+import anyio
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -9,16 +10,25 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static, Switch, TabbedContent, TabPane
 
-from mework_ui.fields import SECRET_FIELDS, TEXT_FIELDS, FieldError, parse_field, show_field
+from mework_ui.fields import (
+    OAUTH,
+    OAUTH_TEXT_FIELDS,
+    SECRET_FIELDS,
+    TEXT_FIELDS,
+    FieldError,
+    oauth_with,
+    parse_field,
+    show_field,
+)
 from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
+from mework_ui.oauth_group import MASKED, OAuthGroup, grant_of
 from mework_ui.tabs import LogsPane, Pane, ToolsPane
 from mework_ui.words import failure_text, server_status, test_summary
 
 __all__ = ["DetailScreen"]
 
-MASKED = "masked: ^r reveals"
 PANES: dict[str, type[Pane]] = {
     "tools": ToolsPane,
     "prompts": PromptsPane,
@@ -44,6 +54,8 @@ class DetailScreen(Screen[None]):
         self.server, self.tab = name, tab
         self.entry: dict[str, Any] = {"type": "stdio", "enabled": True}
         self.revealed = False
+        self.saving = anyio.Lock()  # one patch at a time: an oauth patch builds on the last
+        self.kept_oauth: dict[str, Any] | None = None  # the object "OAuth login" off replaced
 
     @property
     def mework(self) -> Model:
@@ -75,6 +87,7 @@ class DetailScreen(Screen[None]):
                 yield Static("", id=f"m-{key}", classes="msg")
         yield Static("", id="auth")
         yield Static("", id="verdict")
+        yield OAuthGroup()  # below the verdict: Test connection's answer stays in view
 
     @on(TabbedContent.TabActivated)
     def fill_tab(self, event: TabbedContent.TabActivated) -> None:
@@ -111,6 +124,7 @@ class DetailScreen(Screen[None]):
             for key in ("enabled", "longRunning"):
                 self.query_one(f"#f-{key}", Switch).value = bool(self.entry.get(key, False))
                 self.set_msg(key, "on" if self.entry.get(key) else "off")
+            self.query_one(OAuthGroup).show(self.entry)
         self.show_transport()
         self.refresh_model()
 
@@ -118,6 +132,7 @@ class DetailScreen(Screen[None]):
         transport = self.entry.get("type", "stdio")
         for key, _label, wanted in TEXT_FIELDS:
             self.query_one(f"#row-{key}").display = wanted in (None, transport)
+        self.query_one(OAuthGroup).display = transport == "streamable_http"
 
     def refresh_model(self) -> None:
         app, name = self.mework, self.server
@@ -166,15 +181,44 @@ class DetailScreen(Screen[None]):
         if event.value != self.entry.get("type"):
             self.save("type", event.value)
 
+    @on(Select.Changed, "#f-oauth-grant")
+    def commit_grant(self, event: Select.Changed) -> None:
+        if event.value == grant_of(self.entry):
+            self.set_msg("oauth-grant", "")  # back to the saved one: a refusal no longer applies
+        else:
+            self.save("oauth-grant", event.value)
+
     @on(Switch.Changed)
     def commit_switch(self, event: Switch.Changed) -> None:
         key = (event.switch.id or "")[2:]
+        if key == "oauth":
+            self.switch_oauth(event.value)
+            return
         self.set_msg(key, "on" if event.value else "off")
         self.save(key, event.value)
 
+    def switch_oauth(self, on: bool) -> None:
+        """Off writes ``false``; on brings back the object switched off on this page, else none."""
+        current = self.entry.get("oauth")
+        if not on and isinstance(current, dict):
+            self.kept_oauth = current
+        self.query_one(OAuthGroup).show_switch(on)
+        self.save("oauth", self.kept_oauth if on else False)
+
     @work(group="save")
-    async def save(self, key: str, value: Any) -> None:
-        """One patch per committed field; the daemon's verdict is shown beside it."""
+    async def save(self, field: str, value: Any) -> None:
+        """One patch per committed field; the daemon's verdict is shown beside it.
+
+        An ``oauth-*`` field patches the whole ``oauth`` object, built from the last one saved.
+        """
+        async with self.saving:
+            key = "oauth" if field.startswith(OAUTH) else field
+            if key != field:
+                value = oauth_with(self.entry, field, value)
+            await self.send_patch(field, key, value)
+
+    async def send_patch(self, field: str, key: str, value: Any) -> None:
+        """Patch ``key`` (a rename for the name, an add for a draft); the verdict by ``field``."""
         draft = {**self.entry, key: value}
         try:
             if self.server is None:
@@ -188,16 +232,19 @@ class DetailScreen(Screen[None]):
                 await self.mework.link.call(
                     "servers.update", {"name": self.server, "patch": {key: value}}
                 )
-        except _Draft as draft_note:
-            self.set_msg(key, f"… {draft_note}")
-            return
+        except _Draft as draft_note:  # a draft's type still picks the fields to show
+            self.set_msg(field, f"… {draft_note}")
         except Exception as exc:  # noqa: BLE001 - the daemon's reason, beside the field
-            self.set_msg(key, f"✘ {describe(exc)} (not saved)")
+            self.set_msg(field, f"✘ {describe(exc)} (not saved)")
             return
-        self.entry = {k: v for k, v in draft.items() if v is not None}
-        self.set_msg(key, "✓ saved" if key not in ("enabled", "longRunning") else str(value))
+        else:
+            self.entry = {k: v for k, v in draft.items() if v is not None}
+            saved = "✓ saved" if key not in ("enabled", "longRunning") else str(value)
+            self.set_msg(field, saved)
         if key == "type":
             self.show_transport()
+        if field == "oauth":
+            self.query_one(OAuthGroup).show_switch(value is not False)
 
     async def save_draft(self, draft: dict[str, Any]) -> None:
         """A new server is a draft until it has a name and a command or URL."""
@@ -207,8 +254,9 @@ class DetailScreen(Screen[None]):
             raise _Draft
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
-        for key, _label, _transport in TEXT_FIELDS:  # kept as a draft, saved with it now
-            if key == "name" or key in server:
+        texts = [key for key, _label, _transport in TEXT_FIELDS]
+        for key in (*texts, *(field for field, _label in OAUTH_TEXT_FIELDS)):
+            if show_field(key, draft):  # kept as a draft, saved with it now
                 self.set_msg(key, "✓ saved")
         self.server = name
         self.refresh_bindings()  # now it can be tested

@@ -51,7 +51,8 @@ def describe(exc: BaseException) -> str:
         data = exc.data if isinstance(exc.data, dict) else {}
         errors = data.get("errors")
         details = "; ".join(str(e) for e in errors) if isinstance(errors, list) else ""
-        return f"{exc.message}: {details}" if details else exc.message
+        # A lone error is often the message itself (InvalidSettings): said once, not twice
+        return f"{exc.message}: {details}" if details and details != exc.message else exc.message
     if isinstance(exc, Offline | ConnectionError | DaemonNotRunning):
         return "meworkd is not connected"
     return "the call failed"
