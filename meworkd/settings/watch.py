@@ -90,15 +90,33 @@ async def watch_file(
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Await ``on_change`` after each burst of changes to ``path``, until ``stop`` is set or this
-    is cancelled; ``stop`` is set on the way out."""
+    is cancelled; ``stop`` is set on the way out.
+
+    Started once the first watch is armed and an edit made before it is applied: from then on
+    no read of the file is still to come, so a daemon that says it is ready is quiet (a read
+    after READY raced with the accept loop's reserve descriptor when out of descriptors).
+    """
+    ready = _Once(task_status.started)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_when_cancelled, stop)
-            task_status.started()
             while not stop.is_set():
-                await _watch_until_relinked(path, on_change, stop)
+                await _watch_until_relinked(path, on_change, stop, ready)
     finally:
         stop.set()
+        ready()  # (a watch that ended before it was armed: its starter hears the cause)
+
+
+class _Once:
+    """Call ``action`` the first time this is called, never again."""
+
+    def __init__(self, action: Callable[[], object]) -> None:
+        self._action: Callable[[], object] | None = action
+
+    def __call__(self) -> None:
+        if self._action is not None:
+            action, self._action = self._action, None
+            action()
 
 
 async def _stop_when_cancelled(stop: anyio.Event) -> None:
@@ -110,7 +128,7 @@ async def _stop_when_cancelled(stop: anyio.Event) -> None:
 
 
 async def _watch_until_relinked(
-    path: Path, on_change: Callable[[], Awaitable[object]], stop: anyio.Event
+    path: Path, on_change: Callable[[], Awaitable[object]], stop: anyio.Event, ready: _Once
 ) -> None:
     """One ``awatch`` of what ``path`` resolves to now, until ``stop`` or a change of that."""
     wanted = _watched(path)
@@ -130,7 +148,7 @@ async def _watch_until_relinked(
         recursive=False,
     )
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_catch_up_once_armed, armed, on_change, stop)
+        tg.start_soon(_catch_up_once_armed, armed, on_change, stop, ready)
         async with contextlib.aclosing(changes):
             async for _batch in changes:
                 await on_change()
@@ -139,13 +157,14 @@ async def _watch_until_relinked(
 
 
 async def _catch_up_once_armed(
-    armed: anyio.Event, on_change: Callable[[], Awaitable[object]], stop: anyio.Event
+    armed: anyio.Event, on_change: Callable[[], Awaitable[object]], stop: anyio.Event, ready: _Once
 ) -> None:
     """Apply an edit made before the watch was armed (its change was not reported)."""
     try:
         await armed.wait()
         if not stop.is_set():
             await on_change()
+        ready()
     except BaseException:
         stop.set()  # a failure ends the watch, and only a set stop lets its thread return
         raise
