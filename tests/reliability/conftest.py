@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import figures
+from tests.reliability.control_socket import hostile_daemon_proc
 from tests.reliability.harness import DaemonProc, daemon_dir
 
 
@@ -29,6 +30,14 @@ def spawn_daemon() -> Iterator[Callable[..., DaemonProc]]:
         finally:
             for d in made:
                 d.kill()
+
+
+@pytest.fixture(scope="module")
+def fuzz_daemon() -> Iterator[DaemonProc]:
+    """One hostile-input daemon per fuzz module (each group of the fuzz has a file of its own,
+    so that pytest-xdist's workers share the fuzz)."""
+    with hostile_daemon_proc() as d:
+        yield d
 
 
 @pytest.fixture

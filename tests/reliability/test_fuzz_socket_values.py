@@ -1,28 +1,20 @@
 """Issue 8, part 3: the control socket fuzzed with values (group "values" of the fuzz): random
 bytes, arbitrary JSON values, and batches of requests and values.
 
-One daemon serves the module; the strategies and what every reply must be are in
-tests/reliability/fuzzing.py (the other groups have files of their own, so that pytest-xdist's
-workers share the fuzz).
+One daemon serves the module (conftest's ``fuzz_daemon``); the strategies and what every reply
+must be are in tests/reliability/fuzzing.py (the other groups have files of their own, so that
+pytest-xdist's workers share the fuzz).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.reliability import figures
-from tests.reliability.control_socket import hostile_daemon_proc
 from tests.reliability.fuzzing import run_fuzz
 from tests.reliability.harness import DaemonProc
-
-
-@pytest.fixture(scope="module")
-def fuzz_daemon() -> Iterator[DaemonProc]:
-    with hostile_daemon_proc() as d:
-        yield d
 
 
 # Hundreds of cases against a real daemon: on a busy 2-core machine this takes over a minute.
