@@ -11,10 +11,12 @@ event, so nothing wakes the event loop while the file is left alone (the Rust lo
 checks the stop event every ``WATCH_STEP_MS``, which bounds how long stopping takes). Cancelling
 sets the stop event first, since cancelling waits for that thread.
 
-``awatch`` arms inotify when it is first iterated, after this has reported itself started: an
-edit made in that window is not among the changes inotify reports. The Rust loop asks the stop
-event whether to stop before anything else, so its first question proves the watch armed, and
-``on_change`` runs once then regardless; the store ignores a read whose bytes it already has.
+``awatch`` arms inotify when it is first iterated: an edit made before that (after the store's
+first read) is not among the changes inotify reports. The Rust loop asks the stop event whether
+to stop before anything else, so its first question proves the watch armed, and ``on_change``
+runs once then regardless (the store ignores a read whose bytes it already has). Only after
+that does the watch report itself started, so no read of the file is still to come once the
+daemon says it is ready.
 """
 
 import contextlib
