@@ -6,11 +6,10 @@ every frontend accepts the same text. A key written twice is refused rather than
 resolved to its last value: the person meant one of them.
 """
 
-import json
 from typing import Any
 
 from meworkd.base.errors import InvalidParams
-from meworkd.settings.parse import KeyedObject, loads_keyed
+from meworkd.settings.parse import KeyedObject, loads_pasted
 
 __all__ = ["entry_from_text"]
 
@@ -18,16 +17,7 @@ __all__ = ["entry_from_text"]
 def entry_from_text(text: str) -> dict[str, Any]:
     """The entry ``text`` holds; :class:`InvalidParams` (with ``line``/``column`` when it does
     not parse) saying what is wrong with it."""
-    try:
-        value = loads_keyed(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidParams(
-            f"the entry is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
-            line=exc.lineno,
-            column=exc.colno,
-        ) from None
-    except RecursionError:
-        raise InvalidParams("the entry is nested too deeply") from None
+    value = loads_pasted(text, "the entry")
     if not isinstance(value, dict):
         raise InvalidParams("the entry must be a JSON object: {...}")
     repeated = _repeated_key(value, "")

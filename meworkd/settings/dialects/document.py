@@ -8,7 +8,6 @@ and a bare map of servers. Duplicate names are found in the JSON text itself, be
 parser silently keeps the last one.
 """
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects.fields import GEMINI_KEYS, Rejected, translate
 from meworkd.settings.dialects.inputs import declared_inputs, references, substitute
-from meworkd.settings.parse import loads_keyed
+from meworkd.settings.parse import loads_pasted
 
 __all__ = ["ImportDocument", "parse_import"]
 
@@ -75,24 +74,17 @@ def parse_import(text: str, inputs: Mapping[str, str] | None = None) -> ImportDo
     return result
 
 
+def _yaml_hint(text: str) -> str:
+    if not _YAML_KEY.search(text):
+        return ""
+    return (
+        "; it looks like YAML (Goose's or Continue's config.yaml): convert it to JSON first, "
+        "e.g. with yq -o json"
+    )
+
+
 def _load(text: str) -> Any:
-    try:
-        doc = loads_keyed(text)
-    except json.JSONDecodeError as exc:
-        hint = ""
-        if _YAML_KEY.search(text):
-            hint = (
-                "; it looks like YAML (Goose's or Continue's config.yaml): convert it to JSON "
-                "first, e.g. with yq -o json"
-            )
-        raise InvalidParams(
-            f"the document is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-            + hint,
-            line=exc.lineno,
-            column=exc.colno,
-        ) from None
-    except RecursionError:
-        raise InvalidParams("the document is nested too deeply") from None
+    doc = loads_pasted(text, "the document", _yaml_hint)
     if not isinstance(doc, dict):
         raise InvalidParams("expected a JSON object with mcpServers, servers, or a map of servers")
     return doc
