@@ -9,7 +9,8 @@ resolved to its last value: the person meant one of them.
 from typing import Any
 
 from meworkd.base.errors import InvalidParams
-from meworkd.settings.parse import KeyedObject, loads_pasted
+from meworkd.settings.parse import KeyedObject
+from meworkd.settings.pasted import loads_pasted, plain_json
 
 __all__ = ["entry_from_text"]
 
@@ -23,7 +24,7 @@ def entry_from_text(text: str) -> dict[str, Any]:
     repeated = _repeated_key(value, "")
     if repeated is not None:
         raise InvalidParams(f"{repeated} appears more than once in the entry; keep one")
-    return {key: _plain(item) for key, item in value.items()}
+    return dict(plain_json(value))
 
 
 def _repeated_key(value: object, path: str) -> str | None:
@@ -40,12 +41,3 @@ def _repeated_key(value: object, path: str) -> str | None:
         if found is not None:
             return found
     return None
-
-
-def _plain(value: Any) -> Any:
-    """Plain dicts for the document (a :class:`KeyedObject` is only for the check above)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

@@ -6,12 +6,12 @@ last good definition, so one typo does not take everything else down with it.
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from meworkd.base.errors import InvalidParams, InvalidSettings
+from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
 from meworkd.settings.model import (
@@ -34,7 +34,6 @@ __all__ = [
     "duplicate_keys",
     "keep_duplicates",
     "loads_keyed",
-    "loads_pasted",
     "parse_mcp_options",
     "parse_preset",
     "parse_server",
@@ -124,23 +123,6 @@ def loads_keyed(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     return json.loads(as_json(text), object_pairs_hook=keep_duplicates)
-
-
-def loads_pasted(text: str, what: str, hint: Callable[[str], str] = lambda _text: "") -> Any:
-    """:func:`loads_keyed` for text a person pasted or edited (``what``: "the entry", "the
-    document"): a parse failure is :class:`InvalidParams` with ``line`` and ``column`` and
-    ``hint(text)`` after the reason."""
-    try:
-        return loads_keyed(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidParams(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-            + hint(text),
-            line=exc.lineno,
-            column=exc.colno,
-        ) from None
-    except RecursionError:
-        raise InvalidParams(f"{what} is nested too deeply") from None
 
 
 def duplicate_keys(data: bytes) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects.fields import GEMINI_KEYS, Rejected, translate
 from meworkd.settings.dialects.inputs import declared_inputs, references, substitute
-from meworkd.settings.parse import loads_pasted
+from meworkd.settings.pasted import loads_pasted, plain_json
 
 __all__ = ["ImportDocument", "parse_import"]
 
@@ -137,11 +137,11 @@ def _read_entry(result: ImportDocument, name: str, raw: object, dialect: str) ->
     if dialect == "goose" and str(raw.get("name", "")).lower() == name.lower():
         raw = {k: v for k, v in raw.items() if k != "name"}  # the key again, as Goose writes it
     try:
-        translated = translate(_plain(raw), dialect=dialect)
+        translated = translate(plain_json(raw), dialect=dialect)
     except Rejected as exc:
         result.rejected.append({"name": name, "reason": str(exc)})
         return
-    except RecursionError:  # json.loads went deeper than _plain can copy
+    except RecursionError:  # json.loads went deeper than plain_json can copy
         result.rejected.append({"name": name, "reason": "the entry is nested too deeply"})
         return
     result.entries[name] = translated.entry
@@ -165,11 +165,3 @@ def _resolve_inputs(
             needed.setdefault(input_id, {"id": input_id, **info, "servers": []})
             needed[input_id]["servers"].append(name)
     result.needs_inputs = list(needed.values())
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
