@@ -40,6 +40,7 @@ from mework_client.aio import AsyncClient, connect
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
+from tests.common import BOUND
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -71,7 +72,7 @@ __all__ = [
 
 # The console script of the environment running the tests (the project's venv).
 MEWORKD = Path(sys.executable).parent / "meworkd"
-EVENT_TIMEOUT = 5.0
+EVENT_TIMEOUT = BOUND
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,9 +36,25 @@ from mework_client.aio import AsyncClient
 
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
+from tests.common import (
+    BOUND,
+    ENVDUMP,
+    FAKE,
+    HTTP_SERVER,
+    KITCHEN,
+    MODERN_ONLY,
+    PY,
+    RAW_BAD,
+    envdump,
+    fake,
+    kitchen,
+    text_of,
+)
 
 __all__ = [
+    "BOUND",
     "ENVDUMP",
+    "FAKE",
     "HTTP_SERVER",
     "KITCHEN",
     "MODERN_ONLY",
@@ -54,6 +69,7 @@ __all__ = [
     "descendants",
     "drain_events",
     "envdump",
+    "fake",
     "free_port",
     "http_fixture",
     "kitchen",
@@ -67,25 +83,7 @@ __all__ = [
     "write_settings",
 ]
 
-PY = sys.executable
-SERVERS = Path(__file__).resolve().parent / "servers"
-KITCHEN = str(SERVERS / "kitchen.py")
-RAW_BAD = str(SERVERS / "raw_bad.py")
-HTTP_SERVER = str(SERVERS / "http_server.py")
-ENVDUMP = str(SERVERS / "envdump.py")
-MODERN_ONLY = str(SERVERS / "modern_only.py")
 PEERS = Path(__file__).resolve().parent.parent / ".peers" / "node_modules"
-BOUND = 10.0  # seconds any single wait in these tests may take before it is a failure
-
-
-def kitchen(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for ``tests/servers/kitchen.py``."""
-    return {"type": "stdio", "command": PY, "args": [KITCHEN, *args], **fields}
-
-
-def envdump(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for ``tests/servers/envdump.py``."""
-    return {"type": "stdio", "command": PY, "args": [ENVDUMP, *args], **fields}
 
 
 class Running(NamedTuple):
@@ -205,10 +203,6 @@ async def call_tool(
         params["callId"] = call_id
     result: dict[str, Any] = await client.call("turns.callTool", params)
     return result
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    return "".join(c.get("text", "") for c in result["content"] if c.get("type") == "text")
 
 
 def session_for(daemon: Daemon, conversation: str, server: str) -> Any:

@@ -46,7 +46,7 @@ BIN = REPO / ".venv" / "bin"
 MEWORKCTL = BIN / "meworkctl"
 MEWORKD = BIN / "meworkd"
 PYTHON = BIN / "python"
-KITCHEN = [str(PYTHON), str(REPO / "tests" / "servers" / "kitchen.py")]
+FAKE = [str(PYTHON), str(REPO / "tests" / "servers" / "fake.py")]
 HEAVY = ("mcp", "meworkd", "anyio", "msgspec", "pydantic", "httpx", "structlog", "jsonrpcserver")
 RUN_TIMEOUT = 30
 
@@ -459,7 +459,7 @@ def test_export_masks_unless_revealed(daemon: Daemon) -> None:
 
 
 def add_kitchen(daemon: Daemon, name: str) -> None:
-    ok(daemon, "servers", "add", name, "--", *KITCHEN, "--stderr-lines", "2")
+    ok(daemon, "servers", "add", name, "--", *FAKE, "--stderr-lines", "2")
 
 
 def test_servers_test_tools_and_logs(daemon: Daemon) -> None:

@@ -36,10 +36,21 @@ from mework_client.aio import AsyncClient, connect
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
 from meworkd.core.catalog import NAME_PATTERN, tool_name
+from tests.common import (
+    COUNTING,
+    EVENT_TIMEOUT,
+    FAKE,
+    KITCHEN,
+    counting,
+    fake,
+    kitchen,
+    text_of,
+)
 
 __all__ = [
     "COUNTING",
     "EVENT_TIMEOUT",
+    "FAKE",
     "HOOK_TIMEOUT",
     "KITCHEN",
     "KITCHEN_TOOLS",
@@ -50,6 +61,7 @@ __all__ = [
     "bound",
     "counting",
     "document",
+    "fake",
     "hook_runs",
     "hook_socket",
     "kitchen",
@@ -62,9 +74,6 @@ __all__ = [
     "write_hook",
 ]
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-KITCHEN = SERVERS / "kitchen.py"
-COUNTING = SERVERS / "counting.py"
 PEERS = Path(__file__).resolve().parent.parent / ".peers" / "node_modules"
 # The kitchen's own tools (``--tools N`` adds t0..tN-1).
 KITCHEN_TOOLS = frozenset(
@@ -88,18 +97,6 @@ KITCHEN_TOOLS = frozenset(
         "spawn_grandchild",
     }
 )
-# Bounds for waiting on something that should happen promptly (events, start-up, replies).
-EVENT_TIMEOUT = 15.0
-
-
-def kitchen(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for the kitchen fixture server (``fields`` in camelCase)."""
-    return {"command": sys.executable, "args": [str(KITCHEN), *args], **fields}
-
-
-def counting(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for the stdlib counting server."""
-    return {"command": sys.executable, "args": [str(COUNTING), *args], **fields}
 
 
 def document(servers: dict[str, Any], **top: Any) -> dict[str, Any]:
@@ -113,11 +110,6 @@ def bound(turn: dict[str, Any], server: str) -> dict[str, str]:
         assert NAME_PATTERN.fullmatch(name), name
         assert name == tool_name(server, tool)
     return out
-
-
-def text_of(result: dict[str, Any]) -> str:
-    """All text blocks of a tool result, joined."""
-    return "\n".join(b.get("text", "") for b in result["content"] if b.get("type") == "text")
 
 
 async def rpc_error(awaitable: Any) -> RpcError:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from tests.reliability.harness import BOUND, KITCHEN, DaemonProc, daemon_dir, new_mark, server_entry
+from tests.reliability.harness import BOUND, FAKE, DaemonProc, daemon_dir, new_mark, server_entry
 
 RSS_GROWTH_BOUND = 64 * 1024 * 1024
 
@@ -27,7 +27,7 @@ def hostile_daemon_proc(**more: dict[str, Any]) -> Iterator[DaemonProc]:
     the kitchen server as ``k`` and the entries ``more``."""
     with daemon_dir() as root:
         d = DaemonProc(root)
-        d.write_settings({"k": server_entry(KITCHEN, mark=new_mark(), timeout=20), **more})
+        d.write_settings({"k": server_entry(FAKE, mark=new_mark(), timeout=20), **more})
         d.start()
         try:
             yield d

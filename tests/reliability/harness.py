@@ -28,7 +28,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -43,10 +42,22 @@ from mework_client import Client
 from mework_client.aio import AsyncClient, connect
 
 from meworkd.mcp.ledger import PidLedger
+from tests.common import (
+    BOUND,
+    ENVDUMP,
+    FAKE,
+    HTTP_SERVER,
+    KITCHEN,
+    PY,
+    RAW_BAD,
+    START_BOUND,
+    text_of,
+)
 
 __all__ = [
     "BOUND",
     "ENVDUMP",
+    "FAKE",
     "HTTP_SERVER",
     "KITCHEN",
     "LOCAL_SERVERS",
@@ -73,17 +84,9 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-PY = sys.executable
 MEWORKD = REPO / ".venv" / "bin" / "meworkd"
-SERVERS = REPO / "tests" / "servers"
-KITCHEN = str(SERVERS / "kitchen.py")
-RAW_BAD = str(SERVERS / "raw_bad.py")
-HTTP_SERVER = str(SERVERS / "http_server.py")
-ENVDUMP = str(SERVERS / "envdump.py")
 LOCAL_SERVERS = Path(__file__).resolve().parent / "servers"
 MARK_VAR = "MW_REL_MARK"
-BOUND = 20.0  # seconds any single wait may take before it is a failure (not a timing claim)
-START_BOUND = 30.0
 
 
 def new_mark() -> str:
@@ -286,10 +289,6 @@ def bound_name(turn: Mapping[str, Any], server: str, tool: str) -> str:
         if binding["server"] == server and binding["tool"] == tool:
             return str(name)
     raise AssertionError(f"{server}/{tool} is not bound: {turn['bindings']} {turn['failures']}")
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    return "".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
 
 
 # --- processes ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     PY,
     RAW_BAD,
     DaemonProc,
@@ -59,9 +59,9 @@ async def test_sigkill_with_live_sessions_then_restart(
     mark = new_mark()
     d.write_settings(
         {
-            "stubborn": server_entry(KITCHEN, "--ignore-sigterm", mark=mark, timeout=20),
+            "stubborn": server_entry(FAKE, "--ignore-sigterm", mark=mark, timeout=20),
             "stubborn-gc": server_entry(
-                KITCHEN, "--ignore-sigterm", "--grandchild", mark=mark, timeout=20
+                FAKE, "--ignore-sigterm", "--grandchild", mark=mark, timeout=20
             ),
             "polite": server_entry(RAW_BAD, "--mode", "legacy", mark=mark, timeout=20),
         },

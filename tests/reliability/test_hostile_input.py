@@ -33,7 +33,7 @@ from tests.reliability.control_socket import (
 )
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     DaemonProc,
     bound_name,
     new_mark,
@@ -48,7 +48,7 @@ DEEP_CALL_TIMEOUT = 8  # seconds; also bounds opening its session, slow on a bus
 
 @pytest.fixture(scope="module")
 def hostile_daemon() -> Iterator[DaemonProc]:
-    deep = server_entry(KITCHEN, mark=new_mark(), timeout=DEEP_CALL_TIMEOUT)
+    deep = server_entry(FAKE, mark=new_mark(), timeout=DEEP_CALL_TIMEOUT)
     with hostile_daemon_proc(deep=deep) as d:
         yield d
 

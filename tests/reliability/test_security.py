@@ -30,7 +30,7 @@ from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
     ENVDUMP,
-    KITCHEN,
+    FAKE,
     LOCAL_SERVERS,
     DaemonProc,
     HttpFixture,
@@ -137,7 +137,7 @@ def sec() -> Iterator[Sec]:
                 "failing": server_entry(
                     HOSTILE, "--exit-with-env", "TOKEN", mark=mark, timeout=20, env=secret_env
                 ),
-                "genuine": server_entry(KITCHEN, mark=mark, timeout=20),
+                "genuine": server_entry(FAKE, mark=mark, timeout=20),
             }
             for name, url in urls.items():
                 servers[f"http-{name}"] = {
