@@ -1,4 +1,4 @@
-"""Issue 14.9: a duplicate callId, the hooks' permission_mode, a lone surrogate in a request.
+"""A duplicate callId, the hooks' permission_mode, a lone surrogate in a request (issue 14.9).
 
 All against the real daemon on its real socket, with the kitchen server and a real hook script.
 The duplicate callId case runs on both call paths (meworkd's own pipe path and the SDK's; see

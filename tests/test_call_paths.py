@@ -1,4 +1,4 @@
-"""Issue 19.5: a tool call behaves the same on meworkd's own pipe path and on the SDK's.
+"""A tool call behaves the same on meworkd's own pipe path and on the SDK's (issue 19.5).
 
 On a handshake-era stdio session meworkd writes tools/call and reads its reply itself
 (``meworkd/mcp/direct.py``); with ``PASS_THROUGH`` off the same calls go through the SDK's

@@ -1,4 +1,4 @@
-"""Issue 14.6: policy reaches running work, subagent turns included.
+"""Policy reaches running work, subagent turns included (issue 14.6).
 
 A change of the settings, the conversation's selection or its level applies to the next call of
 a turn that is already running: a binding that is gone is refused with its kind (an ``isError``

@@ -1,4 +1,4 @@
-"""Issue 14, points 7 and 8: nothing the daemon did goes unaccounted, not even across a SIGKILL.
+"""Nothing the daemon did goes unaccounted, not even across a SIGKILL (issue 14, points 7 and 8).
 
 * A call that was running and one that waited for approval when the daemon was SIGKILLed are in
   the audit after the next start, marked ``interrupted``.

@@ -1,4 +1,4 @@
-"""Issue 14, point 3: the local boundary holds against another local user.
+"""The local boundary holds against another local user (issue 14, point 3).
 
 The hostile user is simulated as root (these tests need it): directories and files owned by
 uid 65534 (``nobody``) with ``os.chown``, and sockets served by a process that dropped to that

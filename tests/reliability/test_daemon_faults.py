@@ -1,4 +1,4 @@
-"""Issue 8, part 2: the daemon itself dies, and nothing is lost or left running.
+"""The daemon itself dies, and nothing is lost or left running (issue 8, part 2).
 
 * SIGKILL of a ``meworkd`` subprocess with live stdio sessions whose servers survive their
   parent (they ignore SIGTERM and stdin EOF, one has a grandchild): a new daemon started on the

@@ -1,6 +1,6 @@
-"""Issue 8, part 3: the control socket fuzzed with requests (group "requests" of the fuzz):
+"""The control socket fuzzed with requests (group "requests" of the fuzz):
 request-shaped objects with wrong types, half-written lines followed by EOF, and invalid UTF-8
-(raw, inside strings, inside method names).
+(raw, inside strings, inside method names) (issue 8, part 3).
 
 One daemon serves the module (conftest's ``fuzz_daemon``); the strategies and what every reply
 must be are in tests/reliability/fuzzing.py (the other groups have files of their own, so that

@@ -1,5 +1,5 @@
-"""Issue 8, part 3: the control socket fuzzed with values (group "values" of the fuzz): random
-bytes, arbitrary JSON values, and batches of requests and values.
+"""The control socket fuzzed with values (group "values" of the fuzz): random
+bytes, arbitrary JSON values, and batches of requests and values (issue 8, part 3).
 
 One daemon serves the module (conftest's ``fuzz_daemon``); the strategies and what every reply
 must be are in tests/reliability/fuzzing.py (the other groups have files of their own, so that

@@ -1,4 +1,4 @@
-"""Issue 8, part 3: hostile bytes on the control socket, and connection churn.
+"""Hostile bytes on the control socket, and connection churn (issue 8, part 3).
 
 One ``meworkd`` subprocess serves the whole module. A fixed list of hostile inputs adds what the
 random generation of the fuzz (test_fuzz_socket_*.py, tests/reliability/fuzzing.py) rarely

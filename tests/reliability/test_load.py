@@ -1,4 +1,4 @@
-"""Issue 8, part 6: 50 conversations calling tools at once, with a server crashing meanwhile.
+"""50 conversations calling tools at once, with a server crashing meanwhile (issue 8, part 6).
 
 One ``meworkd`` subprocess, five control connections, ten conversations on each, every
 conversation calling its tool in a loop for ``figures.LOAD["seconds"]`` (15 s; 60 s with

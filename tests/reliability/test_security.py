@@ -1,4 +1,4 @@
-"""Issue 8, part 5: nobody else gets in, secrets stay home, approvals cannot be talked around.
+"""Nobody else gets in, secrets stay home, approvals cannot be talked around (issue 8, part 5).
 
 One ``meworkd`` subprocess (started with ``DAEMON_SECRET`` and ``MW_CANARY_VAR`` in its own
 environment) serves the module; a client subscribed to every topic records every event from the

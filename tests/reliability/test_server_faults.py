@@ -1,4 +1,4 @@
-"""Issue 8, part 1: MCP servers that misbehave, against one ``meworkd`` subprocess.
+"""MCP servers that misbehave, against one ``meworkd`` subprocess (issue 8, part 1).
 
 Every scenario runs its fault in a conversation of its own while a healthy kitchen server in
 another conversation keeps answering echo calls, and then checks four things:

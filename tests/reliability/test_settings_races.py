@@ -1,4 +1,4 @@
-"""Issue 8, part 4: RPC writes and hand edits of the settings file, interleaved.
+"""RPC writes and hand edits of the settings file, interleaved (issue 8, part 4).
 
 A seeded random schedule (``figures.RACE``) mixes RPC writes (``servers.add``, ``servers.update``
 adding an unknown key, ``servers.setToolEnabled``), up to four in flight at once, with hand edits
