@@ -50,6 +50,7 @@ from tests.common import (
     kitchen,
     text_of,
 )
+from tests.daemons import STOP_BOUND, serve_daemon
 
 __all__ = [
     "BOUND",
@@ -108,7 +109,7 @@ async def start_daemon(
     *,
     mcp: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
-    stop_bound: float = 15.0,
+    stop_bound: float = STOP_BOUND,
 ) -> AsyncIterator[Running]:
     """Run a real daemon (settings, socket and state under ``root``) until the block ends.
 
@@ -120,18 +121,9 @@ async def start_daemon(
     )
     if servers is not None or mcp is not None:
         write_settings(paths.settings, servers or {}, mcp)
-    daemon = Daemon(paths, environ=dict(os.environ if environ is None else environ))
-    with anyio.CancelScope() as stopping:
-        async with anyio.create_task_group() as tg:
-            with anyio.fail_after(BOUND):
-                await tg.start(daemon.run)
-            try:
-                yield Running(daemon, paths.socket)
-            finally:
-                daemon.request_shutdown()
-                stopping.deadline = anyio.current_time() + stop_bound
-    if stopping.cancelled_caught:
-        raise TimeoutError(f"the daemon did not stop within {stop_bound} s")
+    environ = os.environ if environ is None else environ
+    async with serve_daemon(paths, environ, stop_bound=stop_bound) as daemon:
+        yield Running(daemon, paths.socket)
 
 
 # --- events and turns ------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from tests.common import (
     EVENT_TIMEOUT,
     FAKE,
     KITCHEN,
+    START_BOUND,
     counting,
     fake,
     kitchen,
@@ -328,7 +329,7 @@ class Harness:
             self.write_settings(doc)
         self.daemon = Daemon(self.paths, environ=dict(os.environ))
         self._stopped = anyio.Event()
-        with anyio.fail_after(EVENT_TIMEOUT):
+        with anyio.fail_after(START_BOUND):
             await self.tg.start(self._run, self.daemon, self._stopped)
         self._close_clients = anyio.Event()
         self.client = await self.connect()
