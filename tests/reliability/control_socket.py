@@ -120,6 +120,11 @@ class Peer(Protocol):
     def rss(self) -> int: ...
 
 
+def status_ok(d: DaemonProc) -> None:
+    with d.client() as c:
+        assert c.call("daemon.status")["pid"] == d.pid
+
+
 class SocketPeer:
     """A ``meworkd`` subprocess: each exchange on a fresh connection, half-closed after."""
 
@@ -130,8 +135,7 @@ class SocketPeer:
         return exchange(self.daemon, data)
 
     def status_ok(self) -> None:
-        with self.daemon.client() as c:
-            assert c.call("daemon.status")["pid"] == self.daemon.pid
+        status_ok(self.daemon)
 
     def rss(self) -> int:
         return self.daemon.rss()
