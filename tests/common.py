@@ -8,6 +8,7 @@ SDK-based ``tests/servers/kitchen.py``) only for a test about the SDK's own beha
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,10 +28,12 @@ __all__ = [
     "SERVERS",
     "START_BOUND",
     "counting",
+    "document",
     "envdump",
     "fake",
     "kitchen",
     "text_of",
+    "write_document",
 ]
 
 PY = sys.executable
@@ -78,3 +81,16 @@ def envdump(*args: str, **fields: Any) -> dict[str, Any]:
 def text_of(result: Mapping[str, Any], sep: str = "\n") -> str:
     """The text blocks of a tool result (or anything with ``content``), joined by ``sep``."""
     return sep.join(b.get("text", "") for b in result.get("content", []) if b.get("type") == "text")
+
+
+def document(servers: Mapping[str, Any], **top: Any) -> dict[str, Any]:
+    """A settings document: ``servers`` under assets.mcpServers, ``top`` beside assets (``mcp``,
+    ``hooks``, ``presets``, unknown keys)."""
+    return {"assets": {"mcpServers": dict(servers)}, **top}
+
+
+def write_document(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write ``doc`` into the settings file at ``path`` (in place, mode 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.write_text(json.dumps(doc, indent=2))
+    path.chmod(0o600)

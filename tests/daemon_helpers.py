@@ -21,7 +21,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     importlib.import_module("jsonrpcserver")
 
-import json
 import os
 import socket
 import subprocess
@@ -45,10 +44,12 @@ from tests.common import (
     MODERN_ONLY,
     PY,
     RAW_BAD,
+    document,
     envdump,
     fake,
     kitchen,
     text_of,
+    write_document,
 )
 from tests.daemons import STOP_BOUND, serve_daemon
 
@@ -95,11 +96,7 @@ class Running(NamedTuple):
 def write_settings(
     path: Path, servers: Mapping[str, Any], mcp: Mapping[str, Any] | None = None
 ) -> None:
-    doc: dict[str, Any] = {"assets": {"mcpServers": dict(servers)}}
-    if mcp:
-        doc["mcp"] = dict(mcp)
-    path.write_text(json.dumps(doc, indent=2))
-    path.chmod(0o600)
+    write_document(path, document(servers, **({"mcp": dict(mcp)} if mcp else {})))
 
 
 @asynccontextmanager

@@ -43,10 +43,12 @@ from tests.common import (
     KITCHEN,
     START_BOUND,
     counting,
+    document,
     fake,
     kitchen,
     text_of,
 )
+from tests.daemon_fixture import replace_atomically
 
 __all__ = [
     "COUNTING",
@@ -98,10 +100,6 @@ KITCHEN_TOOLS = frozenset(
         "spawn_grandchild",
     }
 )
-
-
-def document(servers: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"assets": {"mcpServers": servers}, **top}
 
 
 def bound(turn: dict[str, Any], server: str) -> dict[str, str]:
@@ -304,11 +302,9 @@ class Harness:
     # --- settings --------------------------------------------------------------------------
 
     def write_settings(self, doc: dict[str, Any]) -> None:
+        """Replace the file atomically, as most editors do."""
         self.paths.settings.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.paths.settings.with_name(".settings.json.tmp")
-        tmp.write_text(json.dumps(doc, indent=2))
-        tmp.chmod(0o600)
-        os.replace(tmp, self.paths.settings)
+        replace_atomically(self.paths.settings, json.dumps(doc, indent=2))
 
     def read_settings(self) -> dict[str, Any]:
         return json.loads(self.paths.settings.read_text())  # type: ignore[no-any-return]

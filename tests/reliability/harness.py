@@ -51,7 +51,9 @@ from tests.common import (
     PY,
     RAW_BAD,
     START_BOUND,
+    document,
     text_of,
+    write_document,
 )
 
 __all__ = [
@@ -126,10 +128,7 @@ class DaemonProc:
     def write_settings(
         self, servers: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     ) -> None:
-        doc: dict[str, Any] = {"assets": {"mcpServers": dict(servers)}, **dict(extra or {})}
-        self.settings.parent.mkdir(parents=True, exist_ok=True)
-        self.settings.write_text(json.dumps(doc, indent=2))
-        self.settings.chmod(0o600)
+        write_document(self.settings, document(servers, **dict(extra or {})))
 
     def start(
         self,
