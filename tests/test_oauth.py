@@ -222,6 +222,7 @@ async def test_pre_registered_client_and_configured_scope(rig: Rig) -> None:
         client_secret="pre-secret-value",
         scopes=("mcp", "admin"),
         redirect_port=port,
+        token_endpoint_auth_method="client_secret_post",  # as registered; this AS offers both
     )
     await rig.login(auth, oauth)
     # No registration; the configured scope reached /authorize (SDK gap G11 overwrites it).

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "LOG_LEVELS",
     "OAUTH_GRANTS",
+    "TOKEN_AUTH_METHODS",
     "McpOptions",
     "OAuthConfig",
     "Preset",
@@ -45,6 +46,8 @@ CONNECTION_FIELDS = (
 )
 # The ``grant`` values an ``oauth`` object may name.
 OAUTH_GRANTS = ("authorization_code", "client_credentials")
+# How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
+TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 
 
@@ -70,6 +73,8 @@ class OAuthConfig(
     grant: str = "authorization_code"
     private_key: str | None = None
     signing_algorithm: str | None = None
+    # None: chosen from the authorization server's metadata (client_secret_basic by default).
+    token_endpoint_auth_method: str | None = None
 
 
 class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -17,6 +17,7 @@ from meworkd.settings.jsonc import as_json
 from meworkd.settings.model import (
     LOG_LEVELS,
     OAUTH_GRANTS,
+    TOKEN_AUTH_METHODS,
     McpOptions,
     OAuthConfig,
     Preset,
@@ -258,6 +259,11 @@ def _oauth_problems(name: str, kind: str, oauth: OAuthConfig | bool | None) -> l
     problems: list[str] = []
     if oauth.grant not in OAUTH_GRANTS:
         problems.append(f"{where}.grant: expected one of {', '.join(OAUTH_GRANTS)}")
+    method = oauth.token_endpoint_auth_method
+    if method is not None and method not in TOKEN_AUTH_METHODS:
+        problems.append(
+            f"{where}.tokenEndpointAuthMethod: expected one of {', '.join(TOKEN_AUTH_METHODS)}"
+        )
     port = oauth.redirect_port
     if port is not None and not 1 <= port <= 65535:
         problems.append(f"{where}.redirectPort: expected a port number from 1 to 65535")

@@ -57,6 +57,9 @@ class FakeAS:
         self.machine_secrets: dict[str, str] = {}
         self.machine_keys: dict[str, str] = {}
         self.legacy = False
+        # GET /mcp (only the optional SSE stream) answered with this status before any
+        # authorization check, as some servers do (404, 405): a login must not depend on it.
+        self.get_status: int | None = None
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -228,6 +231,11 @@ class _Extras:
         self.app, self.provider = app, provider
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        status = self.provider.get_status
+        http_get = scope["type"] == "http" and scope["method"] == "GET"
+        if status and http_get and scope["path"] == "/mcp":
+            self.provider.events.append(f"GET -> {status}")
+            return await _reply(send, status, {"error": "no SSE stream here"})
         if scope["type"] == "http" and scope["path"] == "/token" and scope["method"] == "POST":
             body, more = b"", True
             while more:

@@ -23,6 +23,7 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 import base64
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -37,6 +38,7 @@ from meworkd.mcp.auth.store import AuthFile
 __all__ = [
     "AUTH_STATES",
     "AuthStatus",
+    "Challenge",
     "LoginRequired",
     "RefreshUnavailable",
     "ServerAuth",
@@ -72,6 +74,19 @@ class RefreshUnavailable(ServerUnavailable):
     kind = "auth_unavailable"
 
 
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """What the server answered a session's real request when it asked for a login.
+
+    A login starts from it (the SDK reads the ``WWW-Authenticate`` parameters: resource
+    metadata, scope, error), so it never depends on how the server treats some other request.
+    """
+
+    status: int  # 401, or 403 with insufficient_scope
+    www_authenticate: str | None
+    protocol_version: str | None  # the MCP-Protocol-Version that request carried
+
+
 class ServerAuth:
     """The OAuth state of one server URL (see the module)."""
 
@@ -94,6 +109,9 @@ class ServerAuth:
         self.authorization_url: str | None = None
         # Set from a 403 insufficient_scope challenge: what the next login asks for.
         self.step_up_scope: str | None = None
+        # The last challenge a session met; the next login starts from it.
+        self.challenge: Challenge | None = None
+        self.token_auth_from_metadata = False  # a pre-registered client, method not configured
         # The client-credentials grant (no person): run instead of a refresh or a login.
         self.machine: Callable[[], Awaitable[None]] | None = None
         # Starts a login (or joins the running one) for a session; set when it can.
