@@ -292,7 +292,8 @@ async def test_client_credentials_with_secret_and_with_private_key_jwt(rig: Rig)
         assert (await session.call_tool("whoami", {})).is_error is False
         expire(auth)  # no refresh token: the grant runs again, no person involved
         assert (await session.call_tool("whoami", {})).is_error is False
-    assert rig.auth_as.events == ["client_credentials secret scope=mcp"] * 2
+    # client_secret_basic: this AS's metadata offers both methods (RFC 8414's default).
+    assert rig.auth_as.events == ["client_credentials basic scope=mcp"] * 2
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(

@@ -16,7 +16,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from mework_client.aio import connect
 
 from meworkd.mcp.auth import ServerAuth, auth_file_for, login
-from meworkd.mcp.auth.login import token_auth_method
+from meworkd.mcp.auth.server import token_auth_method
 from meworkd.settings import OAuthConfig
 from tests.daemon_helpers import begin_turn, call_tool, start_daemon, text_of, wait_event
 from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve
@@ -58,6 +58,29 @@ async def test_a_server_that_refuses_get_still_logs_in(
         assert text_of(await call_tool(client, turn, "hosted", "whoami")) == "ok"
         # An explicit login when logged in already: no browser, and still no GET needed.
         assert await client.call("servers.login", {"name": "hosted"}) == {"state": "authorized"}
+
+
+async def test_a_401_to_a_tool_call_asks_for_a_login_too(
+    served: tuple[FakeAS, str, anyio.abc.TaskGroup], short_tmp: Path
+) -> None:
+    """The session starts and lists its tools without a login; its first call meets the 401:
+    the call says a login is needed (not a protocol error), and one starts at once."""
+    auth_as, url, tg = served
+    auth_as.anonymous = frozenset({"initialize", "tools/list"})
+    async with (
+        start_daemon(short_tmp, {"hosted": {"url": url}}) as running,
+        connect(running.socket) as client,
+    ):
+        await client.call("events.subscribe", {"topics": ["server.auth"]})
+        turn = await begin_turn(client, ["hosted"])
+        assert turn["failures"] == []
+        refused = await call_tool(client, turn, "hosted", "whoami")
+        assert refused["isError"]
+        assert "needs a login" in text_of(refused)
+        pending = await wait_event(client, "server.auth", lambda e: "authorizationUrl" in e)
+        tg.start_soon(headless_browser, pending["authorizationUrl"])
+        await wait_event(client, "server.auth", lambda e: e["state"] == "authorized")
+        assert text_of(await call_tool(client, turn, "hosted", "whoami")) == "ok"
 
 
 async def test_an_explicit_login_before_any_session_probes_with_a_post(

@@ -156,7 +156,7 @@ async def test_client_credentials_ride_out_an_outage_too(rig: Rig) -> None:
     assert rig.auth_as.events == [
         "client_credentials -> 503",
         "client_credentials -> 503",
-        "client_credentials secret scope=None",
+        "client_credentials basic scope=None",
     ]
     rig.auth_as.refresh_outage = 1000
     rig.auth_as.events.clear()

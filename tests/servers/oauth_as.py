@@ -19,13 +19,14 @@ enforced at ``/token`` by the SDK.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import secrets
 import socket
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import httpx2
 import jwt
@@ -60,6 +61,9 @@ class FakeAS:
         # GET /mcp (only the optional SSE stream) answered with this status before any
         # authorization check, as some servers do (404, 405): a login must not depend on it.
         self.get_status: int | None = None
+        # JSON-RPC methods served without a login (notifications too, when any is): the 401
+        # then comes to a later request of the session (a tool call), not to its first.
+        self.anonymous: frozenset[str] = frozenset()
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -250,7 +254,8 @@ class _Extras:
                 extra = [] if pause is None else [(b"retry-after", str(pause).encode())]
                 return await _reply(send, 503, {"error": "temporarily_unavailable"}, extra)
             if grant == "client_credentials":
-                return await _reply(send, *self._machine_token(form))
+                basic = dict(scope["headers"]).get(b"authorization", b"")
+                return await _reply(send, *self._machine_token(form, basic))
             return await self.app(scope, _replay(body, receive), send)
         if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
             body, more = b"", True
@@ -259,8 +264,20 @@ class _Extras:
                 body, more = body + message.get("body", b""), message.get("more_body", False)
             if self._needs_admin(scope, body):
                 return await self._insufficient_scope(send)
+            if self.provider.anonymous and _method(body, self.provider.anonymous):
+                scope = self._as_anyone(scope)
             return await self.app(scope, _replay(body, receive), send)
         await self._metadata(scope, receive, send)
+
+    def _as_anyone(self, scope: Any) -> Any:
+        """``scope`` carrying a token of its own, if it carries none (``anonymous``)."""
+        headers = dict(scope["headers"])
+        if b"authorization" in headers:
+            return scope
+        resource = f"{self.provider.issuer}/mcp"
+        token = self.provider._issue("anyone", ["mcp"], resource, None).access_token
+        headers[b"authorization"] = f"Bearer {token}".encode()
+        return {**scope, "headers": list(headers.items())}
 
     def _needs_admin(self, scope: Any, body: bytes) -> bool:
         """A tools/call of ``admin_tool`` with a token lacking the ``admin`` scope."""
@@ -280,9 +297,13 @@ class _Extras:
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
-    def _machine_token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        client_id = form.get("client_id", "")
-        trusted = self.provider.machine_secrets.get(client_id) == form.get("client_secret")
+    def _machine_token(self, form: dict[str, str], basic: bytes) -> tuple[int, dict[str, Any]]:
+        client_id, secret = form.get("client_id", ""), form.get("client_secret")
+        via_header = basic.startswith(b"Basic ")  # client_secret_basic: every AS supports it
+        if via_header:
+            pair = base64.b64decode(basic[6:]).decode()
+            client_id, secret = (unquote(part) for part in pair.split(":", 1))
+        trusted = self.provider.machine_secrets.get(client_id) == secret
         key = self.provider.machine_keys.get(client_id)
         if key and form.get("client_assertion"):
             try:
@@ -298,7 +319,7 @@ class _Extras:
         if not trusted:
             self.provider.events.append("client_credentials -> invalid_client")
             return 401, {"error": "invalid_client"}
-        how = "jwt" if form.get("client_assertion") else "secret"
+        how = "jwt" if form.get("client_assertion") else "basic" if via_header else "secret"
         self.provider.events.append(f"client_credentials {how} scope={form.get('scope')}")
         token = self.provider._issue(client_id, ["mcp"], form.get("resource"), None)
         return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
@@ -322,6 +343,14 @@ class _Extras:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+
+def _method(body: bytes, among: frozenset[str]) -> bool:
+    try:
+        method = json.loads(body).get("method", "")
+    except (ValueError, AttributeError):
+        return False
+    return bool(method in among or method.startswith("notifications/"))
 
 
 def _replay(body: bytes, receive: Any) -> Any:

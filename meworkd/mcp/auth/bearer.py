@@ -88,7 +88,9 @@ class BearerAuth(httpx2.Auth):
         if self.server.request_login is None:
             return False
         granted = (self.server.state.get("tokens") or {}).get("scope")
-        wanted = extract_field_from_www_auth(response, "scope")
-        self.server.step_up_scope = union_scopes(granted, wanted)
+        wanted = union_scopes(granted, extract_field_from_www_auth(response, "scope"))
+        if granted and set((wanted or "").split()) <= set(granted.split()):
+            return False  # nothing more to ask for: a login would be granted the same again
+        self.server.step_up_scope = wanted
         await self.server.request_login().wait()
         return self.server.phase == "authorized" and self.server.current() is not None

@@ -17,7 +17,7 @@ the code exchange. meworkd's part, filling its gaps (notes/oauth.md §2.3):
 """
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx2
@@ -28,7 +28,7 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from meworkd import __version__
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
 from meworkd.mcp.auth.replies import registration_expired
-from meworkd.mcp.auth.server import Challenge, ServerAuth
+from meworkd.mcp.auth.server import Challenge, ServerAuth, token_auth_method
 from meworkd.settings import OAuthConfig
 
 __all__ = ["login", "redirect_port_for"]
@@ -216,19 +216,6 @@ def _with_scope(response: httpx2.Response, scope: str | None) -> httpx2.Response
         header = _challenge_headers(response.headers.get("WWW-Authenticate"), scope)
         response.headers.update(header)
     return response
-
-
-def token_auth_method(has_secret: bool, supported: Sequence[str] | None) -> str:
-    """How a pre-registered client authenticates at the token endpoint (RFC 8414 §2: an AS
-    whose metadata lists no methods supports ``client_secret_basic``, the default)."""
-    if not has_secret:
-        return "none"
-    offered = supported or ("client_secret_basic",)
-    return (
-        "client_secret_post"
-        if "client_secret_basic" not in offered and "client_secret_post" in offered
-        else "client_secret_basic"
-    )
 
 
 def _choose_token_auth(auth: ServerAuth, provider: OAuthClientProvider) -> None:

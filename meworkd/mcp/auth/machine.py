@@ -27,7 +27,12 @@ from pydantic import ValidationError
 
 from meworkd.mcp.auth.loopback import LoginFailed
 from meworkd.mcp.auth.replies import retry_after, transient_reply
-from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
+from meworkd.mcp.auth.server import (
+    RefreshUnavailable,
+    ServerAuth,
+    secret_authentication,
+    token_auth_method,
+)
 from meworkd.settings import OAuthConfig
 
 __all__ = ["client_credentials"]
@@ -63,10 +68,11 @@ async def _discover(auth: ServerAuth) -> tuple[OAuthMetadata | None, str]:
 
 
 async def _client_authentication(
-    oauth: OAuthConfig, audience: str, data: dict[str, str]
+    oauth: OAuthConfig, metadata: OAuthMetadata | None, audience: str, data: dict[str, str]
 ) -> dict[str, str]:
+    """A signed JWT assertion with a private key; else the secret, by the configured method or
+    the one the AS's metadata offers (``client_secret_basic`` by default, RFC 8414)."""
     assert oauth.client_id is not None
-    data["client_id"] = oauth.client_id
     if oauth.private_key:
         signer = SignedJWTParameters(
             issuer=oauth.client_id,
@@ -74,11 +80,15 @@ async def _client_authentication(
             signing_key=oauth.private_key,
             signing_algorithm=oauth.signing_algorithm or "RS256",
         )
+        data["client_id"] = oauth.client_id
         data["client_assertion"] = await signer.create_assertion_provider()(audience)
         data["client_assertion_type"] = JWT_BEARER
-    elif oauth.client_secret:
-        data["client_secret"] = oauth.client_secret
-    return {}
+        return {}
+    supported = metadata.token_endpoint_auth_methods_supported if metadata else None
+    method = oauth.token_endpoint_auth_method or token_auth_method(
+        bool(oauth.client_secret), supported
+    )
+    return secret_authentication(method, oauth.client_id, oauth.client_secret, data)
 
 
 async def client_credentials(auth: ServerAuth, oauth: OAuthConfig) -> None:
@@ -100,7 +110,7 @@ async def client_credentials(auth: ServerAuth, oauth: OAuthConfig) -> None:
     if oauth.scopes:
         data["scope"] = " ".join(oauth.scopes)
     try:
-        headers = await _client_authentication(oauth, issuer, data)
+        headers = await _client_authentication(oauth, metadata, issuer, data)
         reply = await auth.http.post(token_endpoint, data=data, headers=headers)
     except httpx2.TransportError as exc:
         raise RefreshUnavailable(

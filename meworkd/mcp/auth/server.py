@@ -22,7 +22,7 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 
 import base64
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -42,6 +42,8 @@ __all__ = [
     "LoginRequired",
     "RefreshUnavailable",
     "ServerAuth",
+    "secret_authentication",
+    "token_auth_method",
 ]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
@@ -72,6 +74,32 @@ class RefreshUnavailable(ServerUnavailable):
     """A refresh could not reach a working authorization server: the login is kept."""
 
     kind = "auth_unavailable"
+
+
+def token_auth_method(has_secret: bool, supported: Sequence[str] | None) -> str:
+    """How a client with a secret authenticates at the token endpoint when nothing else says
+    so: ``client_secret_basic``, the default of an AS whose metadata lists no methods (RFC
+    8414 §2), unless only ``client_secret_post`` is offered; ``none`` without a secret."""
+    if not has_secret:
+        return "none"
+    offered = supported or ("client_secret_basic",)
+    if "client_secret_basic" not in offered and "client_secret_post" in offered:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+def secret_authentication(
+    method: str, client_id: str, secret: str | None, data: dict[str, str]
+) -> dict[str, str]:
+    """Authenticate ``client_id`` by ``method``: the headers to send; ``data`` (the form)
+    gains what goes in the body."""
+    if method == "client_secret_basic" and secret:
+        pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}"  # RFC 6749 §2.3.1
+        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    data["client_id"] = client_id
+    if secret and method != "none":
+        data["client_secret"] = secret
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,15 +333,8 @@ class ServerAuth:
         client = self.state.get("client") or {}
         if "client_id" not in client:
             return {}
-        if client.get("token_endpoint_auth_method") == "client_secret_basic":
-            pair = (
-                f"{quote(client['client_id'], safe='')}:{quote(client['client_secret'], safe='')}"
-            )
-            return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
-        data["client_id"] = client["client_id"]
-        if client.get("client_secret"):
-            data["client_secret"] = client["client_secret"]
-        return {}
+        method = client.get("token_endpoint_auth_method") or "client_secret_post"
+        return secret_authentication(method, client["client_id"], client.get("client_secret"), data)
 
     def _drop(self, why: str) -> LoginRequired:
         """Forget the dead tokens once (stored too) and say a login is needed."""
