@@ -63,11 +63,9 @@ def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | N
         oauth["grant"] = "client_credentials"
     if "idp_token_endpoint" in context:  # enterprise-managed authorization (SEP-990)
         oauth["grant"] = "identity_assertion"
-        oauth["identityProvider"] = {
-            "tokenEndpoint": context["idp_token_endpoint"],
-            "clientId": context["idp_client_id"],
-            "idToken": context["idp_id_token"],
-        }
+        oauth["idpTokenEndpoint"] = context["idp_token_endpoint"]
+        oauth["idpClientId"] = context["idp_client_id"]
+        oauth["idToken"] = context["idp_id_token"]  # what the enterprise login gave the user
     if "valid_jwt" in context:  # workload identity federation: the platform's token
         oauth["grant"] = "jwt_bearer"
         oauth["assertion"] = context["valid_jwt"]

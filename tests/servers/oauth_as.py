@@ -64,6 +64,10 @@ class FakeAS:
         # JSON-RPC methods served without a login (notifications too, when any is): the 401
         # then comes to a later request of the session (a tool call), not to its first.
         self.anonymous: frozenset[str] = frozenset()
+        # Workload identity: the JWTs a platform issued, accepted as jwt-bearer grants.
+        self.workload_assertions: set[str] = set()
+        # The enterprise identity provider (/idp/token): ID token -> ID-JAG it exchanges.
+        self.id_tokens: dict[str, str] = {}
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -175,6 +179,10 @@ class FakeAS:
         self.refresh.pop(token.token, None)
 
 
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
 def listening_socket() -> socket.socket:
     """A bound, listening socket on a free 127.0.0.1 port: connections queue until serving."""
     sock = socket.socket()
@@ -253,10 +261,19 @@ class _Extras:
                 pause = self.provider.outage_retry_after
                 extra = [] if pause is None else [(b"retry-after", str(pause).encode())]
                 return await _reply(send, 503, {"error": "temporarily_unavailable"}, extra)
+            basic = dict(scope["headers"]).get(b"authorization", b"")
             if grant == "client_credentials":
-                basic = dict(scope["headers"]).get(b"authorization", b"")
                 return await _reply(send, *self._machine_token(form, basic))
+            if grant == JWT_BEARER_GRANT:
+                return await _reply(send, *self._jwt_bearer(form, basic))
             return await self.app(scope, _replay(body, receive), send)
+        if scope["type"] == "http" and scope["path"] == "/idp/token":
+            body, more = b"", True
+            while more:
+                message = await receive()
+                body, more = body + message.get("body", b""), message.get("more_body", False)
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            return await _reply(send, *self._token_exchange(form))
         if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
             body, more = b"", True
             while more:
@@ -268,6 +285,29 @@ class _Extras:
                 scope = self._as_anyone(scope)
             return await self.app(scope, _replay(body, receive), send)
         await self._metadata(scope, receive, send)
+
+    def _jwt_bearer(self, form: dict[str, str], basic: bytes) -> tuple[int, dict[str, Any]]:
+        """RFC 7523: a workload's JWT, or an ID-JAG (with the client's Basic credentials)."""
+        assertion = form.get("assertion", "")
+        if assertion in self.provider.workload_assertions:
+            self.provider.events.append(f"jwt-bearer workload client={form.get('client_id')}")
+        elif assertion.startswith("jag-") and basic.startswith(b"Basic "):
+            self.provider.events.append(f"jwt-bearer id-jag resource={form.get('resource')}")
+        else:
+            self.provider.events.append("jwt-bearer -> invalid_grant")
+            return 400, {"error": "invalid_grant"}
+        token = self.provider._issue("workload", ["mcp"], form.get("resource"), None)
+        return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
+
+    def _token_exchange(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """The identity provider's RFC 8693 exchange: ID token -> ID-JAG for the audience."""
+        subject = form.get("subject_token", "")
+        if form.get("requested_token_type") != ID_JAG or subject not in self.provider.id_tokens:
+            self.provider.events.append("idp -> invalid_grant")
+            return 400, {"error": "invalid_grant"}
+        self.provider.events.append(f"idp exchange audience={form.get('audience')}")
+        jag = self.provider.id_tokens[subject]
+        return 200, {"access_token": jag, "issued_token_type": ID_JAG, "token_type": "N_A"}
 
     def _as_anyone(self, scope: Any) -> Any:
         """``scope`` carrying a token of its own, if it carries none (``anonymous``)."""
