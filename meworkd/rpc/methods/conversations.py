@@ -2,12 +2,12 @@
 
 from typing import Any
 
-import msgspec
 from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 from mework_protocol.params import (
     CreateConversationParams,
     IdParams,
     NoParams,
+    PrepareParams,
     UpdateConversationParams,
 )
 
@@ -106,10 +106,6 @@ async def delete(s: Services, _conn: Connection, p: IdParams) -> dict[str, Any]:
     s.approvals.forget_conversation(p.id)
     closed = s.pool.close_conversation(p.id)
     return {"deleted": p.id, "sessionsClosed": closed}
-
-
-class PrepareParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
-    conversation_id: str
 
 
 @group.add("conversations.prepare", PrepareParams)
