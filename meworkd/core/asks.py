@@ -18,12 +18,14 @@ from mework_protocol.audit import ELICITATION_METHOD, SAMPLING_METHOD
 
 from meworkd.base.errors import InvalidParams, NotFound
 from meworkd.base.events import EventBus
-from meworkd.core.audit import AuditEntry, question_entry
+from meworkd.core.audit import question_entry
 from meworkd.core.formschema import complete_answer, schema_problem
 from meworkd.core.inflight import CallSlot, InFlight
+from meworkd.core.listings import ListFollower
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
 from meworkd.core.replies import arguments_digest
 from meworkd.core.serverlogs import ServerLogs
+from meworkd.core.state import StateDB
 from meworkd.mcp import AskOrigin
 from meworkd.settings.store import SettingsStore
 
@@ -113,18 +115,15 @@ class ServerAsks:
         bus: EventBus,
         store: SettingsStore,
         logs: ServerLogs,
-        roots_of: Callable[[str], list[dict[str, str]]] = lambda _c: [],
-        *,
-        audit: Callable[[AuditEntry], None] | None = None,
+        state: StateDB,
+        lists: ListFollower,
     ) -> None:
-        self._audit = audit  # where each question's outcome is recorded
         self._bus = bus
         self._store = store
         self._logs = logs
-        self._roots_of = roots_of
+        self._state = state  # the conversations' roots; each question's outcome on record
+        self._lists = lists  # follows a server's list_changed
         self.inflight = InFlight()
-        # Who follows a server's list_changed (set by the composition root); else announced.
-        self.lists_changed: Callable[[str, str | None, str], None] | None = None
         self._elicitations = PromptBroker(bus, ELICITATIONS)
         self._sampling = PromptBroker(bus, SAMPLING)
 
@@ -174,8 +173,8 @@ class ServerAsks:
         started: float,
     ) -> None:
         """Put a question's outcome on the audit record (never the answer's content)."""
-        if self._audit is None:
-            return
+        if not self._state.is_open:
+            return  # a question is asked only while the daemon runs; this one outlived it
         subject = _subject(origin, *found)
         error = answer.get("error")
         if isinstance(error, dict):
@@ -195,7 +194,7 @@ class ServerAsks:
             reason=reason if isinstance(reason, str) else None,
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )
-        self._audit(entry)
+        self._state.record(entry)
 
     # --- elicitation ---------------------------------------------------------------------
 
@@ -304,15 +303,15 @@ class ServerAsks:
     # --- roots, logs, notices, lifecycle -------------------------------------------------
 
     def roots(self, conversation: str | None) -> list[dict[str, str]]:
-        return self._roots_of(conversation) if conversation else []
+        return self._state.roots_of(conversation) if conversation else []
 
     def log(self, origin: AskOrigin, level: str, logger: str | None, data: Any) -> None:
         text = data if isinstance(data, str) else json.dumps(data, default=str)
         self._logs.message(origin.server, origin.conversation, level, logger, text)
 
     def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None:
-        if topic == "server.changed" and self.lists_changed is not None:
-            self.lists_changed(origin.server, origin.conversation, str(data.get("list")))
+        if topic == "server.changed":
+            self._lists.changed(origin.server, origin.conversation, str(data.get("list")))
             return
         self._bus.publish(
             topic, {"server": origin.server, "conversationId": origin.conversation, **data}

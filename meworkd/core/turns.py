@@ -81,8 +81,6 @@ class Turns:
         self._runner = CallRunner(pool, bus, asks)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
-        # No turn of an earlier run survives it: what it left unfinished was cut off.
-        db.mark_interrupted()
 
     # --- begin ---------------------------------------------------------------------------
 

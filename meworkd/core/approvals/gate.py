@@ -24,6 +24,7 @@ from meworkd.core.approvals.policy import (
 )
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
 from meworkd.settings import HookSet, Settings
+from meworkd.settings.store import SettingsStore
 
 __all__ = ["Approvals", "CallContext", "Decision"]
 
@@ -84,8 +85,14 @@ def _grantable(rule: Rule, hooks: HookSet, name: str) -> bool:
 
 
 class Approvals:
-    def __init__(self, bus: EventBus, redact: Callable[[str], str] = lambda text: text) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        store: SettingsStore,
+        redact: Callable[[str], str] = lambda text: text,
+    ) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
+        self._store = store  # read by respond only: a call is decided on its own snapshot
         # (conversation, server, tool) the user allowed for the rest of the conversation.
         self._grants: set[tuple[str, str, str]] = set()
         # A hook's message is kept in the audit and shown: secrets out before it is cut.
@@ -180,17 +187,16 @@ class Approvals:
         decision: str,
         reason: str | None,
         scope: str = "once",
-        settings: Settings | None = None,
     ) -> dict[str, Any]:
         """Answer an approval; ``scope`` "conversation" also allows the same tool for the rest
-        of the conversation, where a person's answer alone decides (``settings``: of now)."""
+        of the conversation, where a person's answer alone decides (under the settings of now)."""
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
         allowed = decision == "allow"
         if scope == "conversation":
             if not allowed:
                 raise InvalidParams('scope "conversation" goes only with decision "allow"')
-            self._grant(self._prompts.question(approval_id), settings or Settings())
+            self._grant(self._prompts.question(approval_id), self._store.settings)
         self._prompts.answer(
             approval_id,
             Decision(

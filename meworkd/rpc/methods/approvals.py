@@ -21,10 +21,10 @@ async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
 
 @group.add("approvals.respond", RespondParams)
 async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str, Any]:
-    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope, s.store.settings)
+    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope)
 
 
 @group.add("audit.list", AuditParams)
 async def audit(s: Services, _conn: Connection, p: AuditParams) -> dict[str, Any]:
     # A server's tool name may carry a secret given to it; the audit keeps the real name.
-    return {"entries": s.redactor.redact_value(s.live().state.audit(p.conversation_id, p.limit))}
+    return {"entries": s.redactor.redact_value(s.conversations.audit(p.conversation_id, p.limit))}
