@@ -20,7 +20,7 @@ from meworkd.base.errors import InvalidParams, NotFound
 from meworkd.base.events import EventBus
 from meworkd.core.audit import question_entry
 from meworkd.core.formschema import complete_answer, schema_problem
-from meworkd.core.inflight import CallSlot, InFlight
+from meworkd.core.inflight import InFlight, Running
 from meworkd.core.listings import ListFollower
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
 from meworkd.core.replies import arguments_digest
@@ -96,7 +96,7 @@ _BY = {
 NOBODY_WATCHING = "no frontend was watching"
 # A question whose asking was itself cancelled (its session closed): on record all the same.
 SESSION_ENDED = {"reason": "the session ended while it waited", "by": "cancelled"}
-Found = tuple[CallSlot | None, list[CallSlot]]  # the call that asks, or the calls that may
+Found = tuple[Running | None, list[Running]]  # the call that asks, or the calls that may
 
 
 def _refusal(message: str, by: str = "user") -> dict[str, Any]:
@@ -147,7 +147,7 @@ class ServerAsks:
         where: dict[str, Any] = {"origin": "tool_call" if slot else "background"}
         if slot is None and maybe:
             # Several calls in flight on the session (stdio cannot tell which one asks).
-            where["inFlight"] = [s.call_id for s in maybe]
+            where["inFlight"] = [s.call.call_id for s in maybe]
         details = {"server": origin.server, **where, **details}
         # Whichever call it is, its own timeout must not run out while the person answers.
         for candidate in maybe:
@@ -327,10 +327,10 @@ class ServerAsks:
         self._sampling.stop(lambda why: _refusal(_WHY[why], _BY[why]))
 
 
-def _subject(origin: AskOrigin, slot: CallSlot | None, maybe: list[CallSlot]) -> Subject:
+def _subject(origin: AskOrigin, slot: Running | None, maybe: list[Running]) -> Subject:
     if slot is not None:
-        return Subject(slot.conversation_id, slot.turn_id, slot.call_id)
-    turns = {s.turn_id for s in maybe}
+        return Subject(slot.call.conversation_id, slot.call.turn_id, slot.call.call_id)
+    turns = {s.call.turn_id for s in maybe}
     # Several calls of one turn: the turn is known (ending it ends the question), the call not.
     return Subject(origin.conversation, turns.pop() if len(turns) == 1 else None, None)
 

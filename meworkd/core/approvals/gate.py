@@ -23,28 +23,13 @@ from meworkd.core.approvals.policy import (
     resolve,
 )
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
+from meworkd.core.toolcall import ToolCall
 from meworkd.settings import HookSet, Settings
 from meworkd.settings.store import SettingsStore
 
-__all__ = ["Approvals", "CallContext", "Decision"]
+__all__ = ["Approvals", "Decision"]
 
 log = get_logger("meworkd.approvals")
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """What approvals need to know about one tool call."""
-
-    conversation_id: str
-    turn_id: str
-    call_id: str
-    name: str  # model-facing
-    server: str
-    tool: str  # the server's own name
-    arguments: dict[str, Any]
-    level: ApprovalLevel
-    # The server marks the tool as needing the user (read from its _meta once, at bind).
-    requires_user: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +83,30 @@ class Approvals:
         # A hook's message is kept in the audit and shown: secrets out before it is cut.
         self._redact = redact
 
-    async def authorize(self, call: CallContext, settings: Settings) -> Decision:
-        """Decide ``call`` under ``settings``, the snapshot the caller read for this decision."""
+    async def authorize(
+        self,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        level: ApprovalLevel,
+        settings: Settings,
+        *,
+        requires_user: bool,
+    ) -> Decision:
+        """Decide ``call`` at the conversation's ``level`` under ``settings``, the snapshot the
+        caller read for this decision; ``requires_user``: the server marks the tool as needing
+        the user (read from its ``_meta`` once, at bind)."""
         config = settings.servers.get(call.server)
-        mandatory = call.requires_user
+        mandatory = requires_user
         auto_off = config is not None and call.tool in config.disabled_auto_approve_tools
-        rule = decide(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
+        rule = decide(level, mandatory=mandatory, auto_approve_disabled=auto_off)
         if rule is Rule.RUN:
-            return Decision(True, DecidedBy.LEVEL, f"approval level {call.level}", rule)
+            return Decision(True, DecidedBy.LEVEL, f"approval level {level}", rule)
         key = (call.conversation_id, call.server, call.tool)
         if key in self._grants and _grantable(rule, settings.hooks, call.name):
             return Decision(True, DecidedBy.USER, GRANTED, rule)
-        verdict_behavior, verdict_message = await self._hooks(call, settings.hooks)
+        verdict_behavior, verdict_message = await self._hooks(
+            call, arguments, level, settings.hooks
+        )
         outcome, by = resolve(rule, verdict_behavior)
         if outcome == "run":
             return Decision(True, by or DecidedBy.HOOK, verdict_message, rule)
@@ -120,11 +117,13 @@ class Approvals:
                 verdict_message or "denied by a PermissionRequest hook",
                 rule,
             )
-        reason = approval_reason(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
+        reason = approval_reason(level, mandatory=mandatory, auto_approve_disabled=auto_off)
         within = settings.mcp.approval_timeout_seconds
-        return await self._ask(call, reason or "approval required", rule, within)
+        return await self._ask(call, arguments, reason or "approval required", rule, within)
 
-    async def _hooks(self, call: CallContext, hooks: HookSet) -> tuple[str | None, str | None]:
+    async def _hooks(
+        self, call: ToolCall, arguments: dict[str, Any], level: ApprovalLevel, hooks: HookSet
+    ) -> tuple[str | None, str | None]:
         for error in hooks.errors:
             log.warning("hooks.invalid", error=error)
         selected = hooks.select(call.name)
@@ -135,8 +134,8 @@ class Approvals:
             PermissionRequest(
                 conversation_id=call.conversation_id,
                 tool_name=call.name,
-                tool_input=call.arguments,
-                permission_mode=call.level,
+                tool_input=arguments,
+                permission_mode=level,
                 server=call.server,
                 tool=call.tool,
             ),
@@ -158,7 +157,9 @@ class Approvals:
             return None, None
         return verdict.behavior, verdict.message
 
-    async def _ask(self, call: CallContext, reason: str, rule: Rule, within: float) -> Decision:
+    async def _ask(
+        self, call: ToolCall, arguments: dict[str, Any], reason: str, rule: Rule, within: float
+    ) -> Decision:
         def unanswered(why: Unanswered) -> Decision:
             if why is Unanswered.TIMEOUT:
                 text = f"nobody answered the approval request within {within:g} s"
@@ -173,7 +174,7 @@ class Approvals:
                 "name": call.name,
                 "server": call.server,
                 "tool": call.tool,
-                "arguments": call.arguments,
+                "arguments": arguments,
                 "reason": reason,
                 "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
             },
