@@ -82,11 +82,13 @@ class Daemon:
         self.auth = AuthRegistry(paths.state_dir, self.bus, self.environ, on_tokens=self._tokens)
         self.inventory = Inventory()
         self.lists = ListFollower(self.bus, self.inventory)
-        self.asks = ServerAsks(self.bus, self.store, self.logs, self.state_db, self.lists)
+        self.asks = ServerAsks(
+            self.bus, self.store, self.logs, self.state_db, self.lists, self.redactor.redact_value
+        )
         self.pool = SessionPool(
             self.environ, self.logs.writer, self.ledger, self.bus, self.auth, host=self.asks
         )
-        self.approvals = Approvals(self.bus, self.store, self.redactor.redact)
+        self.approvals = Approvals(self.bus, self.store, self.redactor)
         self.turns = Turns(
             self.store,
             self.pool,
@@ -122,12 +124,16 @@ class Daemon:
                 self.redactor.redact_value,
             ),
             conversations=Conversations(
-                self.store, self.pool, self.state_db, self.turns, self.approvals
+                self.store,
+                self.pool,
+                self.state_db,
+                self.turns,
+                self.approvals,
+                self.redactor.redact_value,
             ),
             turns=self.turns,
             approvals=self.approvals,
             asks=self.asks,
-            redactor=self.redactor,
         )
 
     # --- lifecycle -------------------------------------------------------------------------

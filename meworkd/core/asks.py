@@ -23,7 +23,7 @@ from meworkd.core.formschema import complete_answer, schema_problem
 from meworkd.core.inflight import InFlight, Running
 from meworkd.core.listings import ListFollower
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
-from meworkd.core.replies import arguments_digest
+from meworkd.core.replies import Redact, arguments_digest
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.mcp import AskOrigin
@@ -117,12 +117,14 @@ class ServerAsks:
         logs: ServerLogs,
         state: StateDB,
         lists: ListFollower,
+        redact: Redact = lambda value: value,
     ) -> None:
         self._bus = bus
         self._store = store
         self._logs = logs
         self._state = state  # the conversations' roots; each question's outcome on record
         self._lists = lists  # follows a server's list_changed
+        self._redact = redact  # what waits is listed redacted, like the events that announced it
         self.inflight = InFlight()
         self._elicitations = PromptBroker(bus, ELICITATIONS)
         self._sampling = PromptBroker(bus, SAMPLING)
@@ -250,6 +252,10 @@ class ServerAsks:
     def elicitations(self) -> list[dict[str, Any]]:
         return self._elicitations.open_questions()
 
+    def pending_elicitations(self) -> dict[str, Any]:
+        """elicitations.list: the forms and URLs waiting for a person (redacted)."""
+        return {"elicitations": self._redact(self.elicitations())}
+
     # --- sampling ------------------------------------------------------------------------
 
     async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
@@ -299,6 +305,10 @@ class ServerAsks:
 
     def sampling_requests(self) -> list[dict[str, Any]]:
         return self._sampling.open_questions()
+
+    def pending_sampling(self) -> dict[str, Any]:
+        """sampling.list: the completions waiting for a frontend (redacted)."""
+        return {"requests": self._redact(self.sampling_requests())}
 
     # --- roots, logs, notices, lifecycle -------------------------------------------------
 

@@ -15,6 +15,7 @@ from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 from meworkd.base.errors import InvalidParams, PresetNotFound, ServerNotFound
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.catalog import select
+from meworkd.core.replies import Redact
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
 from meworkd.mcp import SessionPool
@@ -66,7 +67,9 @@ class Conversations:
         state: StateDB,
         turns: Turns,
         approvals: Approvals,
+        redact: Redact = lambda value: value,
     ) -> None:
+        self._redact = redact  # a server's tool name in the audit may carry a secret given to it
         self._store = store
         self._pool = pool
         self._state = state
@@ -149,6 +152,7 @@ class Conversations:
         connecting = self._pool.prepare(conversation.id, {n: settings.servers[n] for n in selected})
         return {"conversationId": conversation.id, "connecting": connecting, "failures": failures}
 
-    def audit(self, conversation_id: str | None, limit: int) -> list[dict[str, Any]]:
-        """The audit log's last ``limit`` entries (of one conversation, when given)."""
-        return self._state.audit(conversation_id, limit)
+    def audit(self, conversation_id: str | None, limit: int) -> dict[str, Any]:
+        """audit.list: the audit log's last ``limit`` entries (of one conversation, when given),
+        redacted for the reply; the log itself keeps the real names."""
+        return {"entries": self._redact(self._state.audit(conversation_id, limit))}

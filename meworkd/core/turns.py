@@ -110,7 +110,8 @@ class Turns:
                 server=failure["server"],
                 reason=failure["reason"],
             )
-        return {
+        # Failure reasons and tool descriptions come from servers and may quote a secret.
+        reply = {
             "turnId": turn.id,
             "tools": tools,
             "bindings": {
@@ -120,6 +121,7 @@ class Turns:
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
             "failures": failures,
         }
+        return self._redact(reply)  # type: ignore[return-value]
 
     async def _discover(
         self,

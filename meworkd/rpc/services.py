@@ -8,7 +8,6 @@ the settings and MCP layers are reached only through the core.
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
@@ -35,4 +34,3 @@ class Services:
     turns: Turns  # turns.*
     approvals: Approvals  # approvals.*
     asks: ServerAsks  # elicitations.*, sampling.*
-    redactor: Redactor  # server-sourced text in a reply (the events are redacted by RpcServer)

@@ -6,13 +6,12 @@ cancelled call and a daemon shutdown all deny. A call that a malformed hook may 
 never allowed by a hook: it is asked of the user (a hook's deny still denies).
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from meworkd.base.errors import ApprovalNotFound, InvalidParams
 from meworkd.base.events import EventBus
-from meworkd.base.log import get_logger
+from meworkd.base.log import Redactor, get_logger
 from meworkd.core.approvals.hook_runner import PermissionRequest, run_hooks
 from meworkd.core.approvals.policy import (
     ApprovalLevel,
@@ -74,14 +73,15 @@ class Approvals:
         self,
         bus: EventBus,
         store: SettingsStore,
-        redact: Callable[[str], str] = lambda text: text,
+        redactor: Redactor | None = None,
     ) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
         self._store = store  # read by respond only: a call is decided on its own snapshot
         # (conversation, server, tool) the user allowed for the rest of the conversation.
         self._grants: set[tuple[str, str, str]] = set()
-        # A hook's message is kept in the audit and shown: secrets out before it is cut.
-        self._redact = redact
+        # A hook's message is kept in the audit and shown: secrets out before it is cut; and
+        # what waits is listed redacted, like the approval.requested events that announced it.
+        self._redactor = redactor or Redactor()
 
     async def authorize(
         self,
@@ -139,7 +139,7 @@ class Approvals:
                 server=call.server,
                 tool=call.tool,
             ),
-            redact=self._redact,
+            redact=self._redactor.redact,
         )
         for error in verdict.errors:
             log.warning("hooks.error", error=error)
@@ -222,8 +222,9 @@ class Approvals:
     def forget_conversation(self, conversation_id: str) -> None:
         self._grants = {g for g in self._grants if g[0] != conversation_id}
 
-    def list(self) -> list[dict[str, Any]]:
-        return self._prompts.open_questions()
+    def pending(self) -> dict[str, Any]:
+        """approvals.list: the approval requests waiting for a person."""
+        return {"approvals": self._redactor.redact_value(self._prompts.open_questions())}
 
     def deny_turn(
         self, turn_id: str, why: DecidedBy, reason: str, call_id: str | None = None

@@ -15,8 +15,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("approvals.list")
 async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    # Redacted like the approval.requested events that announced them.
-    return {"approvals": s.redactor.redact_value(s.approvals.list())}
+    return s.approvals.pending()
 
 
 @group.add("approvals.respond", RespondParams)
@@ -26,5 +25,4 @@ async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str,
 
 @group.add("audit.list", AuditParams)
 async def audit(s: Services, _conn: Connection, p: AuditParams) -> dict[str, Any]:
-    # A server's tool name may carry a secret given to it; the audit keeps the real name.
-    return {"entries": s.redactor.redact_value(s.conversations.audit(p.conversation_id, p.limit))}
+    return s.conversations.audit(p.conversation_id, p.limit)

@@ -17,9 +17,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("turns.begin", BeginParams)
 async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any]:
-    result = await s.turns.begin(p.conversation_id, p.parent_turn_id)
-    # Failure reasons and tool descriptions come from servers and may quote a secret.
-    return s.redactor.redact_value(result)  # type: ignore[return-value]
+    return await s.turns.begin(p.conversation_id, p.parent_turn_id)
 
 
 @group.add("turns.callTool", CallToolParams)
