@@ -16,7 +16,7 @@ import httpx2
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 
 from meworkd.base.errors import ServerUnavailable
-from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
+from meworkd.mcp.auth.server import Challenge, RefreshUnavailable, ServerAuth
 
 __all__ = ["BearerAuth"]
 
@@ -42,14 +42,17 @@ class BearerAuth(httpx2.Auth):
             response = yield request
             # A DELETE ends a session (after a logout, say): its 401 asks for nothing.
             wants_login = response.status_code == 401 and request.method != "DELETE"
-            if wants_login and self.server.phase != "pending":
-                self.server.set_phase("required", self.server.error)
+            if wants_login:
+                self._record(request, response)
+                if self.server.phase != "pending":
+                    self.server.set_phase("required", self.server.error)
             return
         request.headers["Authorization"] = f"Bearer {token}"
         response = yield request
         if response.status_code == 403:
             if extract_field_from_www_auth(response, "error") != "insufficient_scope":
                 return
+            self._record(request, response)
             if not await self._stepped_up(response):
                 return
             request.headers["Authorization"] = f"Bearer {self.server.current()}"
@@ -57,12 +60,20 @@ class BearerAuth(httpx2.Auth):
             return
         if response.status_code != 401:
             return
+        self._record(request, response)
         try:
             token = await self.server.token(rejected=token)
         except (ServerUnavailable, httpx2.HTTPError):
             return
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
+
+    def _record(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        self.server.challenge = Challenge(
+            response.status_code,
+            response.headers.get("WWW-Authenticate"),
+            request.headers.get("MCP-Protocol-Version"),
+        )
 
     def unavailable(self) -> str | None:
         """Why a 401 of the server is no logout: the authorization server is failing and the
@@ -77,7 +88,9 @@ class BearerAuth(httpx2.Auth):
         if self.server.request_login is None:
             return False
         granted = (self.server.state.get("tokens") or {}).get("scope")
-        wanted = extract_field_from_www_auth(response, "scope")
-        self.server.step_up_scope = union_scopes(granted, wanted)
+        wanted = union_scopes(granted, extract_field_from_www_auth(response, "scope"))
+        if granted and set((wanted or "").split()) <= set(granted.split()):
+            return False  # nothing more to ask for: a login would be granted the same again
+        self.server.step_up_scope = wanted
         await self.server.request_login().wait()
         return self.server.phase == "authorized" and self.server.current() is not None

@@ -22,7 +22,8 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
 
 import base64
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -37,9 +38,12 @@ from meworkd.mcp.auth.store import AuthFile
 __all__ = [
     "AUTH_STATES",
     "AuthStatus",
+    "Challenge",
     "LoginRequired",
     "RefreshUnavailable",
     "ServerAuth",
+    "secret_authentication",
+    "token_auth_method",
 ]
 
 AUTH_STATES = ("none", "required", "pending", "authorized", "failed")
@@ -72,6 +76,45 @@ class RefreshUnavailable(ServerUnavailable):
     kind = "auth_unavailable"
 
 
+def token_auth_method(has_secret: bool, supported: Sequence[str] | None) -> str:
+    """How a client with a secret authenticates at the token endpoint when nothing else says
+    so: ``client_secret_basic``, the default of an AS whose metadata lists no methods (RFC
+    8414 §2), unless only ``client_secret_post`` is offered; ``none`` without a secret."""
+    if not has_secret:
+        return "none"
+    offered = supported or ("client_secret_basic",)
+    if "client_secret_basic" not in offered and "client_secret_post" in offered:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+def secret_authentication(
+    method: str, client_id: str, secret: str | None, data: dict[str, str]
+) -> dict[str, str]:
+    """Authenticate ``client_id`` by ``method``: the headers to send; ``data`` (the form)
+    gains what goes in the body."""
+    if method == "client_secret_basic" and secret:
+        pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}"  # RFC 6749 §2.3.1
+        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    data["client_id"] = client_id
+    if secret and method != "none":
+        data["client_secret"] = secret
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """What the server answered a session's real request when it asked for a login.
+
+    A login starts from it (the SDK reads the ``WWW-Authenticate`` parameters: resource
+    metadata, scope, error), so it never depends on how the server treats some other request.
+    """
+
+    status: int  # 401, or 403 with insufficient_scope
+    www_authenticate: str | None
+    protocol_version: str | None  # the MCP-Protocol-Version that request carried
+
+
 class ServerAuth:
     """The OAuth state of one server URL (see the module)."""
 
@@ -94,6 +137,9 @@ class ServerAuth:
         self.authorization_url: str | None = None
         # Set from a 403 insufficient_scope challenge: what the next login asks for.
         self.step_up_scope: str | None = None
+        # The last challenge a session met; the next login starts from it.
+        self.challenge: Challenge | None = None
+        self.token_auth_from_metadata = False  # a pre-registered client, method not configured
         # The client-credentials grant (no person): run instead of a refresh or a login.
         self.machine: Callable[[], Awaitable[None]] | None = None
         # Starts a login (or joins the running one) for a session; set when it can.
@@ -287,15 +333,8 @@ class ServerAuth:
         client = self.state.get("client") or {}
         if "client_id" not in client:
             return {}
-        if client.get("token_endpoint_auth_method") == "client_secret_basic":
-            pair = (
-                f"{quote(client['client_id'], safe='')}:{quote(client['client_secret'], safe='')}"
-            )
-            return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
-        data["client_id"] = client["client_id"]
-        if client.get("client_secret"):
-            data["client_secret"] = client["client_secret"]
-        return {}
+        method = client.get("token_endpoint_auth_method") or "client_secret_post"
+        return secret_authentication(method, client["client_id"], client.get("client_secret"), data)
 
     def _drop(self, why: str) -> LoginRequired:
         """Forget the dead tokens once (stored too) and say a login is needed."""
