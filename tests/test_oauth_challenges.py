@@ -16,8 +16,8 @@ from mcp.shared.auth import OAuthClientInformationFull
 from mework_client.aio import connect
 
 from meworkd.mcp.auth import LoginFailed, ServerAuth, auth_file_for, login
+from meworkd.mcp.auth.credentials import token_auth_method
 from meworkd.mcp.auth.machine import machine_grant
-from meworkd.mcp.auth.server import token_auth_method
 from meworkd.settings import OAuthConfig
 from tests.daemon_helpers import begin_turn, call_tool, start_daemon, text_of, wait_event
 from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve

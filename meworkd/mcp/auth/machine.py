@@ -35,14 +35,10 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
+from meworkd.mcp.auth.credentials import secret_authentication, token_auth_method
 from meworkd.mcp.auth.loopback import LoginFailed
 from meworkd.mcp.auth.replies import oauth_error, retry_after, transient_reply
-from meworkd.mcp.auth.server import (
-    RefreshUnavailable,
-    ServerAuth,
-    secret_authentication,
-    token_auth_method,
-)
+from meworkd.mcp.auth.server import RefreshUnavailable, ServerAuth
 from meworkd.settings import OAuthConfig
 
 __all__ = ["machine_grant"]
