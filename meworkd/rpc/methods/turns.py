@@ -17,9 +17,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("turns.begin", BeginParams)
 async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any]:
-    result = await s.live().turns.begin(p.conversation_id, p.parent_turn_id)
-    # Failure reasons and tool descriptions come from servers and may quote a secret.
-    return s.redactor.redact_value(result)  # type: ignore[return-value]
+    return await s.turns.begin(p.conversation_id, p.parent_turn_id)
 
 
 @group.add("turns.callTool", CallToolParams)
@@ -28,17 +26,17 @@ async def call_tool(s: Services, _conn: Connection, p: CallToolParams) -> msgspe
     # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
     tokens = bind_contextvars(turn=p.turn_id)
     try:
-        return await s.live().turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
+        return await s.turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
     finally:
         reset_contextvars(**tokens)
 
 
 @group.add("turns.cancel", CancelParams)
 async def cancel(s: Services, _conn: Connection, p: CancelParams) -> dict[str, Any]:
-    return {"cancelled": s.live().turns.cancel(p.turn_id, p.call_id)}
+    return {"cancelled": s.turns.cancel(p.turn_id, p.call_id)}
 
 
 @group.add("turns.end", TurnParams)
 async def end(s: Services, _conn: Connection, p: TurnParams) -> dict[str, Any]:
-    s.live().turns.end(p.turn_id)
+    s.turns.end(p.turn_id)
     return {"ended": p.turn_id}
