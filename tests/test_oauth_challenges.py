@@ -15,8 +15,9 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull
 from mework_client.aio import connect
 
-from meworkd.mcp.auth import ServerAuth, auth_file_for, login
-from meworkd.mcp.auth.login import token_auth_method
+from meworkd.mcp.auth import LoginFailed, ServerAuth, auth_file_for, login
+from meworkd.mcp.auth.credentials import token_auth_method
+from meworkd.mcp.auth.machine import machine_grant
 from meworkd.settings import OAuthConfig
 from tests.daemon_helpers import begin_turn, call_tool, start_daemon, text_of, wait_event
 from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve
@@ -58,6 +59,29 @@ async def test_a_server_that_refuses_get_still_logs_in(
         assert text_of(await call_tool(client, turn, "hosted", "whoami")) == "ok"
         # An explicit login when logged in already: no browser, and still no GET needed.
         assert await client.call("servers.login", {"name": "hosted"}) == {"state": "authorized"}
+
+
+async def test_a_401_to_a_tool_call_asks_for_a_login_too(
+    served: tuple[FakeAS, str, anyio.abc.TaskGroup], short_tmp: Path
+) -> None:
+    """The session starts and lists its tools without a login; its first call meets the 401:
+    the call says a login is needed (not a protocol error), and one starts at once."""
+    auth_as, url, tg = served
+    auth_as.anonymous = frozenset({"initialize", "tools/list"})
+    async with (
+        start_daemon(short_tmp, {"hosted": {"url": url}}) as running,
+        connect(running.socket) as client,
+    ):
+        await client.call("events.subscribe", {"topics": ["server.auth"]})
+        turn = await begin_turn(client, ["hosted"])
+        assert turn["failures"] == []
+        refused = await call_tool(client, turn, "hosted", "whoami")
+        assert refused["isError"]
+        assert "needs a login" in text_of(refused)
+        pending = await wait_event(client, "server.auth", lambda e: "authorizationUrl" in e)
+        tg.start_soon(headless_browser, pending["authorizationUrl"])
+        await wait_event(client, "server.auth", lambda e: e["state"] == "authorized")
+        assert text_of(await call_tool(client, turn, "hosted", "whoami")) == "ok"
 
 
 async def test_an_explicit_login_before_any_session_probes_with_a_post(
@@ -103,6 +127,47 @@ async def test_a_pre_registered_client_authenticates_as_registered(
     assert auth.status()["state"] == "authorized"
 
 
+async def test_a_workload_logs_in_with_its_own_jwt(
+    served: tuple[FakeAS, str, anyio.abc.TaskGroup], tmp_path: Path
+) -> None:
+    """grant jwt_bearer: the platform's token for this workload is the grant (RFC 7523), read
+    afresh from assertionFile each time (platforms rotate it)."""
+    auth_as, url, _tg = served
+    token_file = tmp_path / "workload.jwt"
+    token_file.write_text("workload-jwt-1\n")
+    auth_as.workload_assertions.add("workload-jwt-1")
+    oauth = OAuthConfig(grant="jwt_bearer", client_id="wl", assertion_file=str(token_file))
+    await _machine_token(url, tmp_path, oauth)
+    assert auth_as.events[-1] == "jwt-bearer workload client=wl"
+
+    token_file.write_text("rotated-but-unknown")
+    with pytest.raises(LoginFailed, match=r"refused the grant \(HTTP 400\) \(invalid_grant\)"):
+        await _machine_token(url, tmp_path / "again", oauth)
+
+
+async def test_an_enterprise_user_logs_in_through_the_identity_provider(
+    served: tuple[FakeAS, str, anyio.abc.TaskGroup], tmp_path: Path
+) -> None:
+    """grant identity_assertion (SEP-990): the ID token becomes an ID-JAG at the identity
+    provider (audience: this AS), which is the jwt-bearer grant at the AS."""
+    auth_as, url, _tg = served
+    auth_as.id_tokens["user-id-token"] = "jag-for-user"
+    origin = url.removesuffix("/mcp")
+    oauth = OAuthConfig(
+        grant="identity_assertion",
+        client_id="mework",
+        client_secret="mework-secret",
+        idp_token_endpoint=f"{origin}/idp/token",
+        idp_client_id="idp-client",
+        id_token="user-id-token",
+    )
+    await _machine_token(url, tmp_path, oauth)
+    assert auth_as.events[-2:] == [
+        f"idp exchange audience={origin}",
+        f"jwt-bearer id-jag resource={url}",
+    ]
+
+
 def test_the_token_endpoint_method_follows_the_metadata() -> None:
     assert token_auth_method(False, ["client_secret_basic"]) == "none"
     assert token_auth_method(True, None) == "client_secret_basic"  # RFC 8414 §2 default
@@ -111,6 +176,14 @@ def test_the_token_endpoint_method_follows_the_metadata() -> None:
     both = ["client_secret_post", "client_secret_basic"]
     assert token_auth_method(True, both) == "client_secret_basic"
     assert token_auth_method(True, ["private_key_jwt"]) == "client_secret_basic"
+
+
+async def _machine_token(url: str, state_dir: Path, oauth: OAuthConfig) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        auth = ServerAuth(url, auth_file_for(state_dir, url), http)
+        with anyio.fail_after(20):
+            await machine_grant(auth, oauth)
+        assert auth.status()["state"] == "authorized"
 
 
 async def _login(

@@ -35,6 +35,7 @@ SERVER = "conformance"
 CONVERSATION = "conformance"
 START_BOUND = 30.0  # seconds for the private daemon to answer
 LOGIN_BOUND = 20.0  # seconds for a login to complete once its URL was followed
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def log(*parts: object) -> None:
@@ -47,6 +48,10 @@ def log(*parts: object) -> None:
 def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | None:
     """The ``oauth`` object a user would write for this server, from its documentation."""
     oauth: dict[str, Any] = {}
+    if scenario.startswith("auth/"):
+        # The client ID metadata document a host's vendor publishes (as the SDK's own
+        # conformance client names one); used only where the AS says it supports them.
+        oauth["clientMetadataUrl"] = CLIENT_METADATA_URL
     if "client_id" in context:
         oauth["clientId"] = context["client_id"]
     if "client_secret" in context:
@@ -58,11 +63,9 @@ def oauth_settings(scenario: str, context: dict[str, Any]) -> dict[str, Any] | N
         oauth["grant"] = "client_credentials"
     if "idp_token_endpoint" in context:  # enterprise-managed authorization (SEP-990)
         oauth["grant"] = "identity_assertion"
-        oauth["identityProvider"] = {
-            "tokenEndpoint": context["idp_token_endpoint"],
-            "clientId": context["idp_client_id"],
-            "idToken": context["idp_id_token"],
-        }
+        oauth["idpTokenEndpoint"] = context["idp_token_endpoint"]
+        oauth["idpClientId"] = context["idp_client_id"]
+        oauth["idToken"] = context["idp_id_token"]  # what the enterprise login gave the user
     if "valid_jwt" in context:  # workload identity federation: the platform's token
         oauth["grant"] = "jwt_bearer"
         oauth["assertion"] = context["valid_jwt"]

@@ -17,7 +17,7 @@ the code exchange. meworkd's part, filling its gaps (notes/oauth.md §2.3):
 """
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx2
@@ -26,9 +26,11 @@ from mcp.shared.auth import OAuthClientMetadata
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from meworkd import __version__
+from meworkd.mcp.auth.credentials import token_auth_method
+from meworkd.mcp.auth.dpop import offers_dpop, send_proven, token_from_reply
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
-from meworkd.mcp.auth.replies import registration_expired
-from meworkd.mcp.auth.server import Challenge, ServerAuth
+from meworkd.mcp.auth.replies import Challenge, registration_expired
+from meworkd.mcp.auth.server import ServerAuth
 from meworkd.settings import OAuthConfig
 
 __all__ = ["login", "redirect_port_for"]
@@ -162,6 +164,7 @@ async def _authorize(
     challenge = auth.challenge
     probe = _probe_request(auth.server_url, challenge)
     flow = provider.async_auth_flow(probe)
+    dpop = _DpopUse(auth)
     try:
         request = await flow.__anext__()
         if challenge is not None:
@@ -172,16 +175,48 @@ async def _authorize(
             )
         else:
             response = _with_scope(await client.send(request), scope)
-        while True:
-            request = await flow.asend(response)
-            if request is probe and challenge is not None:
-                break  # the login is done; the session that met the challenge retries
-            response = await client.send(request)
+        while (request := await flow.asend(response)) is not probe:
+            response = await dpop.send(client, request)
+        # The flow's last request is the probe again, with the token: the login is done, and
+        # the session that met the challenge retries its own request.
     except StopAsyncIteration:
         pass
     finally:
         await flow.aclose()
     auth.challenge = None
+    dpop.keep_binding()
+
+
+class _DpopUse:
+    """DPoP in a login: on when the AS's metadata offers it; then the token request carries a
+    proof, and a DPoP-bound token is handed to the SDK (which knows Bearer only) as one."""
+
+    def __init__(self, auth: ServerAuth) -> None:
+        self.auth = auth
+        self.offered = False
+        self.bound = False
+
+    async def send(self, client: httpx2.AsyncClient, request: httpx2.Request) -> httpx2.Response:
+        token_request = request.method == "POST" and b"grant_type=" in request.content
+        if not (self.offered and token_request):
+            response = await client.send(request)
+            if request.method == "GET" and "/.well-known/" in request.url.path:
+                self.offered = self.offered or offers_dpop(response)
+            return response
+        response = await send_proven(client, request, self.auth.dpop_key(), self.auth.nonces)
+        if response.status_code != 200:
+            return response
+        try:
+            token, self.bound = token_from_reply(response.content)
+        except ValueError:
+            return response  # the SDK says what is wrong with it
+        body = token.model_dump(mode="json", exclude_none=True)
+        return httpx2.Response(200, json=body, request=request)
+
+    def keep_binding(self) -> None:
+        if self.bound and self.auth.state.get("tokens"):
+            self.auth.state["tokens"]["token_type"] = "DPoP"
+            self.auth.save()
 
 
 def _probe_request(server_url: str, challenge: Challenge | None) -> httpx2.Request:
@@ -216,19 +251,6 @@ def _with_scope(response: httpx2.Response, scope: str | None) -> httpx2.Response
         header = _challenge_headers(response.headers.get("WWW-Authenticate"), scope)
         response.headers.update(header)
     return response
-
-
-def token_auth_method(has_secret: bool, supported: Sequence[str] | None) -> str:
-    """How a pre-registered client authenticates at the token endpoint (RFC 8414 §2: an AS
-    whose metadata lists no methods supports ``client_secret_basic``, the default)."""
-    if not has_secret:
-        return "none"
-    offered = supported or ("client_secret_basic",)
-    return (
-        "client_secret_post"
-        if "client_secret_basic" not in offered and "client_secret_post" in offered
-        else "client_secret_basic"
-    )
 
 
 def _choose_token_auth(auth: ServerAuth, provider: OAuthClientProvider) -> None:
