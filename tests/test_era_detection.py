@@ -160,7 +160,9 @@ async def test_a_stdio_server_refusing_initialize_with_any_code_is_discovered(
         assert text_of(await call_tool(c, turn, "m", "echo", {"text": "hi"})) == "hi"
 
 
-async def test_a_401_to_the_probe_is_no_era_answer(short_tmp: Path) -> None:
+async def test_a_401_to_the_probe_is_met_with_initialize(short_tmp: Path) -> None:
+    """A 401 says nothing of the era (a server may let initialize through without a login):
+    initialize follows, and when it is refused too the failure asks for a login."""
     async with (
         http_fixture("unauthorized") as url,
         start_daemon(short_tmp, {"h": {"url": url}}) as (_daemon, sock),
@@ -169,8 +171,8 @@ async def test_a_401_to_the_probe_is_no_era_answer(short_tmp: Path) -> None:
         turn = await begin_turn(c, ["h"])
         [failure] = turn["failures"]
         assert failure["kind"] == "auth_required"  # an HTTP server may log in with OAuth
-        assert await methods_seen(url) == ["server/discover"]  # no initialize after it
-        # With the header the same server answers: it was a login missing, not an era.
+        assert await methods_seen(url) == ["server/discover", "initialize"]
+        # With the header the same server answers, in its newest era.
         await c.call(
             "servers.update", {"name": "h", "patch": {"headers": {"Authorization": "Bearer t"}}}
         )

@@ -7,11 +7,13 @@ transport (basic/versioning, "Era detection"):
 * Streamable HTTP: ``server/discover`` first. A discover result naming a 2026-07-28 era version
   is adopted; any other answer (an HTTP 400 or 404 with an unrecognised body, a result that is
   not a discover result, one listing handshake-era versions only) means a handshake-era server,
-  and ``initialize`` follows on the same connection. Two answers are no verdict and fail the
-  connect as they are: HTTP 401 (a login is missing) and ``-32022`` naming only versions of
-  the 2026-07-28 era that meworkd does not speak. A legacy verdict is remembered per URL
-  (:class:`EraMemory`, as the spec allows), so later sessions to that server go straight to
-  ``initialize`` and pay for no probe; if that ``initialize`` fails, the server is probed again.
+  and ``initialize`` follows on the same connection. An HTTP 401 is met the same way: a server
+  may let ``initialize`` through without a login and want one for the rest (if it refuses that
+  too, the connect fails as a login needed). Only ``-32022`` naming versions of the 2026-07-28
+  era alone, none of which meworkd speaks, fails the connect at once. A legacy verdict is
+  remembered per URL (:class:`EraMemory`, as the spec allows), so later sessions to that server
+  go straight to ``initialize`` and pay for no probe; if that ``initialize`` fails (other than
+  with HTTP 401, which says nothing of the era), the server is probed again.
 * stdio: ``initialize`` first (nearly every stdio server is of the handshake era, and some do
   not answer anything before it); a server that refuses it with a JSON-RPC error is then
   discovered.
@@ -76,7 +78,8 @@ async def discover_first(
     """Streamable HTTP: the era as the module says; the session is ready to use on return.
 
     Raises:
-        MCPError: the server refused both eras, needs a login, or speaks no version we do.
+        MCPError: the server refused both eras (HTTP 401: it needs a login), or speaks no
+            version we do.
     """
     if memory is not None and memory.is_legacy(url):
         try:
@@ -103,8 +106,6 @@ async def _probe(client: ClientSession, http: HttpErrors) -> bool:
         try:
             raw = await client.send_discover(version)
         except MCPError as exc:
-            if _needs_login(http):
-                raise
             supported = _supported(exc)
             shared = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
             if shared and attempt == 0:
