@@ -208,8 +208,9 @@ async def test_http_call_longer_than_five_seconds(short_tmp: Path) -> None:
 
 
 async def test_http_session_the_server_forgot_is_reinitialized(short_tmp: Path) -> None:
+    # Sessions (Mcp-Session-Id) are of the handshake era: a 2026-07-28 server keeps none.
     async with (
-        http_fixture() as url,
+        http_fixture("legacy") as url,
         start_daemon(short_tmp, {"h": {"url": url}}) as (daemon, sock),
         connect(sock) as c,
     ):

@@ -107,7 +107,9 @@ def get_prompt(
         result = await client.get_prompt(prompt, arguments, allow_input_required=True)
         if isinstance(result, types.InputRequiredResult):
             raise _asks_for_input("prompts/get")
-        shown = _dump(result)
+        # Only what the API promises: a 2026-07-28 result also carries resultType and _meta.
+        dumped = _dump(result)
+        shown: dict[str, Any] = {k: dumped[k] for k in ("description", "messages") if k in dumped}
         cutter = _Cutter(limit)
         for message in shown.get("messages", []):
             content = message.get("content")

@@ -25,6 +25,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.mcp.asks import ServerAsksHost
 from meworkd.mcp.auth import AuthRegistry
+from meworkd.mcp.era import EraMemory
 from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, login_needed, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
@@ -74,6 +75,7 @@ class SessionPool:
         self._environ = dict(environ)
         self._auth = auth  # OAuth logins shared by every session of a server
         self._host = host  # what every session's server may ask of (None: nothing)
+        self._eras = EraMemory()  # HTTP servers found to be of the handshake era
         self._writer = writer
         self._ledger = ledger
         self.status = ServerStatus(bus)  # server.status events, each server's last failure
@@ -241,6 +243,7 @@ class SessionPool:
             secrets=secret_values(config, self._environ),
             host=self._host,
             auth=None if self._auth is None else self._auth.bearer(server, expanded),
+            eras=self._eras,
         )
         try:
             await self._tg.start(self._own, session)

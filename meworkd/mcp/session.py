@@ -17,7 +17,6 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import ClientSession, MCPError
-from mcp_types import METHOD_NOT_FOUND
 
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
@@ -26,6 +25,7 @@ from meworkd.mcp import direct
 from meworkd.mcp.asks import ServerAsksHost, SessionCallbacks
 from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.direct import DirectClientSession
+from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
 from meworkd.mcp.model import PeerInfo
@@ -104,6 +104,7 @@ class McpSession:
         secrets: Sequence[str] = (),
         auth: Any = None,
         host: ServerAsksHost | None = None,
+        eras: EraMemory | None = None,
     ) -> None:
         self.server = server
         self.conversation = conversation
@@ -114,6 +115,7 @@ class McpSession:
         self._on_exit = on_exit
         self._secrets = secrets  # the server's own, out of what its failure quotes
         self._auth = auth  # HTTP: the server's shared OAuth login (an httpx2.Auth), or None
+        self._eras = eras  # HTTP: the URLs known to be of the handshake era (the pool's)
         self.state = SessionState.CONNECTING
         self.pid: int | None = None
         self.protocol_version: str | None = None
@@ -232,19 +234,16 @@ class McpSession:
         del self.stderr_tail[:-STDERR_TAIL]
 
     async def _handshake(self, client: ClientSession) -> None:
-        """The initialize handshake first (no probe delay for older servers); a server that
-        only speaks 2026-07-28 answers it with method-not-found, and is then discovered."""
-        try:
-            result = await client.initialize()
-            self._learn(result.protocol_version, result.server_info, result.capabilities)
-            self.instructions = result.instructions
-            await self._set_log_level(client)
-        except MCPError as exc:
-            if exc.code != METHOD_NOT_FOUND:
-                raise
-            discovered = await client.discover()
-            self._learn(client.protocol_version, client.server_info, client.server_capabilities)
-            self.instructions = getattr(discovered, "instructions", None)
+        """Learn the server's era and what it offers (:mod:`meworkd.mcp.era`)."""
+        connected = self._connected
+        if connected is not None and connected.http is not None and self.config.url:
+            await discover_first(client, self.config.url, connected.http, self._eras)
+        else:
+            await initialize_first(client)
+        self._learn(client.protocol_version, client.server_info, client.server_capabilities)
+        self.instructions = client.instructions
+        if client.initialize_result is not None:
+            await self._set_log_level(client)  # a 2026-07-28 session asks per request instead
 
     async def _set_log_level(self, client: ClientSession) -> None:
         level = self.config.log_level

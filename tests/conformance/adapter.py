@@ -256,6 +256,20 @@ class ChatApp:
         log("called", tool, json.dumps(result)[:400])
         return result
 
+    def browse_server(self) -> None:
+        """What a user does on the server's detail page: open its first prompt and resource."""
+        try:
+            prompts = self.client.call("servers.prompts", {"name": SERVER}).get("prompts")
+            if prompts:
+                prompt = {"name": SERVER, "prompt": prompts[0]["name"]}
+                log("prompt", self.client.call("servers.getPrompt", prompt))
+            resources = self.client.call("servers.resources", {"name": SERVER}).get("resources")
+            if resources:
+                resource = {"name": SERVER, "uri": resources[0]["uri"]}
+                log("resource", self.client.call("servers.readResource", resource))
+        except RpcError as exc:
+            log("browsing refused:", exc)
+
     def end(self) -> None:
         if self.turn is not None:
             with contextlib.suppress(RpcError):
@@ -283,8 +297,12 @@ def stub_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def play(scenario: str, context: dict[str, Any], app: ChatApp) -> None:
-    if scenario in ("tools_call", "request-metadata", "http-standard-headers"):
+    if scenario in ("tools_call", "request-metadata"):
         app.call("add_numbers", {"a": 5, "b": 3})
+    elif scenario == "http-standard-headers":
+        for tool, name in sorted(app.bound.items()):
+            app.call(tool, stub_arguments(app.tools[name]["inputSchema"]))
+        app.browse_server()
     elif scenario == "sse-retry":
         app.call("test_reconnection")
     elif scenario == "elicitation-sep1034-client-defaults":

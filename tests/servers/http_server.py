@@ -1,6 +1,6 @@
 """Streamable HTTP MCP fixture server, run as a subprocess by the tests.
 
-``python tests/servers/http_server.py --port P [--mode normal|500|drop|hang]``
+``python tests/servers/http_server.py --port P [--mode MODE]``
 
 Listens on 127.0.0.1 (``--port 0`` picks a free port) and prints exactly one line ``READY <port>``
 to stdout once it accepts requests; every log line goes to stderr. The MCP endpoint is ``/mcp``.
@@ -10,10 +10,24 @@ to stdout once it accepts requests; every log line goes to stderr. The MCP endpo
   absent), ``progress {steps, interval}`` and ``forget_sessions`` (the session manager forgets
   every handshake-era session, so the next request with an old ``Mcp-Session-Id`` gets HTTP 404;
   ``POST /admin/forget`` does the same from outside).
+* ``legacy``: like ``normal``, but only the handshake era: a request of the 2026-07-28 era
+  (``server/discover``, or an ``MCP-Protocol-Version`` header of that era) is refused with HTTP
+  400 and the JSON-RPC error a python-sdk 1.x server sends to a request without its session.
+* ``modern``: like ``normal``, but only the 2026-07-28 era: ``initialize`` (any request without
+  a 2026-07-28 ``MCP-Protocol-Version`` header) is refused with HTTP 400 and ``-32020``, as the
+  conformance suite's 2026-07-28 mock does. It also lists ``regional {region}`` (``region`` is
+  annotated ``x-mcp-header: Region``; it answers with the ``Mcp-*`` headers it received, as
+  JSON), ``bad_header {where}`` (an ``x-mcp-header`` on an object: invalid, so a client must
+  leave it out) and the prompt ``greet``.
+* ``unauthorized``: like ``normal``, but a POST without an ``Authorization`` header is answered
+  with HTTP 401.
 * ``500``: every request is answered with HTTP 500 and the body ``kitchen http: internal failure``.
 * ``drop``: like ``normal``, but a POST whose JSON-RPC method is ``tools/call`` gets a 200 SSE
   response start and half an event, then the connection is closed.
 * ``hang``: accepts connections and reads requests, never answers.
+
+In every MCP mode ``GET /admin/methods`` answers with the JSON-RPC methods POSTed so far (a JSON
+list, in order), so a test can see which requests a client made.
 """
 
 from __future__ import annotations
@@ -42,7 +56,16 @@ class DropConnection(Exception):
     """Raised after the response started: uvicorn then closes the connection."""
 
 
-def build_mcp_app() -> ASGIApp:
+HANDSHAKE_ERA = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+# What a python-sdk 1.x (handshake era) server answers a POST without its session id.
+NO_SESSION = {"code": -32600, "message": "Bad Request: Missing session ID"}
+# What the conformance suite's 2026-07-28 mock answers a request without the version header.
+NO_VERSION = {"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+NO_LOGIN = {"code": -32001, "message": "Unauthorized"}
+methods_seen: list[str] = []
+
+
+def build_mcp_app(modern_extras: bool = False) -> ASGIApp:
     def obj(props: dict[str, Any] | None = None, required: list[str] | None = None) -> dict:
         schema: dict[str, Any] = {"type": "object", "properties": props or {}}
         if required:
@@ -61,6 +84,13 @@ def build_mcp_app() -> ASGIApp:
         ),
         types.Tool(name="forget_sessions", description="Forget all sessions", input_schema=obj()),
     ]
+    if modern_extras:
+        region = {"type": "string", "x-mcp-header": "Region"}
+        where = {"type": "object", "x-mcp-header": "Where"}  # only primitives may be mirrored
+        tools += [
+            types.Tool(name="regional", input_schema=obj({"region": region}, ["region"])),
+            types.Tool(name="bad_header", input_schema=obj({"where": where}, ["where"])),
+        ]
 
     def text(s: str, **kw: Any) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(type="text", text=s)], **kw)
@@ -109,17 +139,45 @@ def build_mcp_app() -> ASGIApp:
             return text("done")
         if params.name == "forget_sessions":
             return text(f"forgot {forget()}")
+        if params.name in ("regional", "bad_header"):
+            headers = getattr(ctx.request, "headers", None) or {}
+            mcp = {k.lower(): v for k, v in headers.items() if k.lower().startswith("mcp-")}
+            return text(json.dumps(mcp, sort_keys=True))
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
 
     async def forget_route(request: Request) -> JSONResponse:
         return JSONResponse({"forgot": forget()})
 
+    async def methods_route(request: Request) -> JSONResponse:
+        return JSONResponse(methods_seen)
+
+    async def list_prompts(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[types.Prompt(name="greet")])
+
+    async def get_prompt(
+        ctx: ServerRequestContext, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        hello = types.TextContent(type="text", text="hello")
+        return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=hello)])
+
+    prompts: dict[str, Any] = (
+        {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt} if modern_extras else {}
+    )
     server = Server(
-        "kitchen-http", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool
+        "kitchen-http",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        **prompts,
     )
     return server.streamable_http_app(
         host="127.0.0.1",
-        custom_starlette_routes=[Route("/admin/forget", forget_route, methods=["POST"])],
+        custom_starlette_routes=[
+            Route("/admin/forget", forget_route, methods=["POST"]),
+            Route("/admin/methods", methods_route, methods=["GET"]),
+        ],
     )
 
 
@@ -144,19 +202,75 @@ async def app_hang(scope: dict, receive: Any, send: Any) -> None:
         await anyio.sleep_forever()
 
 
+async def _read_body(receive: Any) -> tuple[list[dict], bytes]:
+    buffered: list[dict] = []
+    body = b""
+    while True:
+        message = await receive()
+        buffered.append(message)
+        body += message.get("body", b"")
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return buffered, body
+
+
+def era_only(inner: ASGIApp, era: str | None) -> ASGIApp:
+    """``inner``, recording each POSTed method; with ``era``, refusing the other era's requests."""
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await inner(scope, receive, send)
+            return
+        buffered, body = await _read_body(receive)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        message = message if isinstance(message, dict) else {}
+        method = message.get("method")
+        if isinstance(method, str):
+            methods_seen.append(method)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        version = headers.get("mcp-protocol-version")
+        modern = method == "server/discover" or (
+            version is not None and version not in HANDSHAKE_ERA
+        )
+        if era == "unauthorized" and "authorization" not in headers:
+            await _refuse(send, {"jsonrpc": "2.0", "id": None, "error": NO_LOGIN}, status=401)
+            return
+        if era == "legacy" and modern:
+            await _refuse(send, {"jsonrpc": "2.0", "id": "server-error", "error": NO_SESSION})
+            return
+        if era == "modern" and not modern:
+            if "id" not in message:
+                await send({"type": "http.response.start", "status": 202, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await _refuse(send, {"jsonrpc": "2.0", "id": message["id"], "error": NO_VERSION})
+            return
+
+        async def replay() -> dict:
+            if buffered:
+                return buffered.pop(0)
+            return await receive()
+
+        await inner(scope, replay, send)
+
+    return app
+
+
+async def _refuse(send: Any, reply: dict, status: int = 400) -> None:
+    body = json.dumps(reply).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def dropping(inner: ASGIApp) -> ASGIApp:
     async def app(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await inner(scope, receive, send)
             return
-        buffered: list[dict] = []
-        body = b""
-        while True:
-            message = await receive()
-            buffered.append(message)
-            body += message.get("body", b"")
-            if message["type"] != "http.request" or not message.get("more_body"):
-                break
+        buffered, body = await _read_body(receive)
         try:
             method = json.loads(body).get("method")
         except (ValueError, AttributeError):
@@ -201,7 +315,8 @@ class ReadyServer(uvicorn.Server):
 def main() -> None:
     p = argparse.ArgumentParser(prog="http_server")
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--mode", choices=["normal", "500", "drop", "hang"], default="normal")
+    modes = ["normal", "legacy", "modern", "unauthorized", "500", "drop", "hang"]
+    p.add_argument("--mode", choices=modes, default="normal")
     args = p.parse_args()
     logging.basicConfig(
         stream=sys.stderr,
@@ -215,9 +330,11 @@ def main() -> None:
     elif args.mode == "hang":
         app, lifespan = app_hang, "off"
     elif args.mode == "drop":
-        app = dropping(build_mcp_app())
+        app = dropping(era_only(build_mcp_app(), None))
+    elif args.mode in ("legacy", "modern", "unauthorized"):
+        app = era_only(build_mcp_app(modern_extras=args.mode == "modern"), args.mode)
     else:
-        app = build_mcp_app()
+        app = era_only(build_mcp_app(), None)
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
