@@ -178,3 +178,24 @@ async def test_a_401_to_the_probe_is_met_with_initialize(short_tmp: Path) -> Non
         )
         tested = await c.call("servers.test", {"name": "h"})
         assert tested["protocolVersion"] == "2026-07-28"
+
+
+async def test_a_2026_server_that_wants_a_login_is_reported_as_wanting_one(
+    short_tmp: Path,
+) -> None:
+    """The probe meets a 401; initialize passes the login check but is refused for its era (HTTP
+    400, -32020): what the server needs is the login, not another protocol."""
+    async with (
+        http_fixture("modern_login") as url,
+        start_daemon(short_tmp, {"h": {"url": url}}) as (_daemon, sock),
+        connect(sock) as c,
+    ):
+        turn = await begin_turn(c, ["h"])
+        [failure] = turn["failures"]
+        assert failure["kind"] == "auth_required"
+        assert await methods_seen(url) == ["server/discover", "initialize"]
+        await c.call(
+            "servers.update", {"name": "h", "patch": {"headers": {"Authorization": "Bearer t"}}}
+        )
+        tested = await c.call("servers.test", {"name": "h"})
+        assert tested["protocolVersion"] == "2026-07-28"

@@ -8,12 +8,13 @@ transport (basic/versioning, "Era detection"):
   is adopted; any other answer (an HTTP 400 or 404 with an unrecognised body, a result that is
   not a discover result, one listing handshake-era versions only) means a handshake-era server,
   and ``initialize`` follows on the same connection. An HTTP 401 is met the same way: a server
-  may let ``initialize`` through without a login and want one for the rest (if it refuses that
-  too, the connect fails as a login needed). Only ``-32022`` naming versions of the 2026-07-28
-  era alone, none of which meworkd speaks, fails the connect at once. A legacy verdict is
-  remembered per URL (:class:`EraMemory`, as the spec allows), so later sessions to that server
-  go straight to ``initialize`` and pay for no probe; if that ``initialize`` fails (other than
-  with HTTP 401, which says nothing of the era), the server is probed again.
+  may let ``initialize`` through without a login and want one for the rest; if ``initialize`` is
+  refused too, whatever the reason, the connect fails as a login needed (a 2026-07-28 server
+  that wants a login refuses ``initialize`` for its era). Only ``-32022`` naming versions of
+  the 2026-07-28 era alone, none of which meworkd speaks, fails the connect at once. A legacy
+  verdict is remembered per URL (:class:`EraMemory`, as the spec allows), so later sessions to
+  that server go straight to ``initialize`` and pay for no probe; if that ``initialize`` fails
+  (other than with HTTP 401, which says nothing of the era), the server is probed again.
 * stdio: ``initialize`` first (nearly every stdio server is of the handshake era, and some do
   not answer anything before it); a server that refuses it with a JSON-RPC error is then
   discovered.
@@ -91,8 +92,14 @@ async def discover_first(
             memory.forget(url)  # the server may have moved on: probe it
     if await _probe(client, http):
         return
+    wants_login = _needs_login(http)  # a 401 to the probe says nothing of the era
     http.last = None  # the probe's refusal was an answer, not a failure to report
-    await client.initialize()
+    try:
+        await client.initialize()
+    except MCPError:
+        if wants_login:  # refused without a login too: what it needs is the login
+            http.last = (401, "")
+        raise
     if memory is not None:
         memory.remember_legacy(url)
 

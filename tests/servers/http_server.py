@@ -21,6 +21,9 @@ to stdout once it accepts requests; every log line goes to stderr. The MCP endpo
   leave it out) and the prompt ``greet``.
 * ``unauthorized``: like ``normal``, but a POST without an ``Authorization`` header is answered
   with HTTP 401.
+* ``modern_login``: like ``modern``, and a POST without an ``Authorization`` header is answered
+  with HTTP 401, except ``initialize`` (then refused for its era, as the conformance suite's
+  authorization-server-migration server does).
 * ``500``: every request is answered with HTTP 500 and the body ``kitchen http: internal failure``.
 * ``drop``: like ``normal``, but a POST whose JSON-RPC method is ``tools/call`` gets a 200 SSE
   response start and half an event, then the connection is closed.
@@ -234,13 +237,17 @@ def era_only(inner: ASGIApp, era: str | None) -> ASGIApp:
         modern = method == "server/discover" or (
             version is not None and version not in HANDSHAKE_ERA
         )
-        if era == "unauthorized" and "authorization" not in headers:
+        # modern_login: a 2026-07-28 server that lets initialize past its login check (then
+        # refuses it for the era) and wants a login for everything else, discover included.
+        login_exempt = era == "modern_login" and method == "initialize"
+        wants_login = era in ("unauthorized", "modern_login") and not login_exempt
+        if wants_login and "authorization" not in headers:
             await _refuse(send, {"jsonrpc": "2.0", "id": None, "error": NO_LOGIN}, status=401)
             return
         if era == "legacy" and modern:
             await _refuse(send, {"jsonrpc": "2.0", "id": "server-error", "error": NO_SESSION})
             return
-        if era == "modern" and not modern:
+        if era in ("modern", "modern_login") and not modern:
             if "id" not in message:
                 await send({"type": "http.response.start", "status": 202, "headers": []})
                 await send({"type": "http.response.body", "body": b""})
@@ -315,7 +322,7 @@ class ReadyServer(uvicorn.Server):
 def main() -> None:
     p = argparse.ArgumentParser(prog="http_server")
     p.add_argument("--port", type=int, default=0)
-    modes = ["normal", "legacy", "modern", "unauthorized", "500", "drop", "hang"]
+    modes = ["normal", "legacy", "modern", "modern_login", "unauthorized", "500", "drop", "hang"]
     p.add_argument("--mode", choices=modes, default="normal")
     args = p.parse_args()
     logging.basicConfig(
@@ -331,7 +338,7 @@ def main() -> None:
         app, lifespan = app_hang, "off"
     elif args.mode == "drop":
         app = dropping(era_only(build_mcp_app(), None))
-    elif args.mode in ("legacy", "modern", "unauthorized"):
+    elif args.mode in ("legacy", "modern", "modern_login", "unauthorized"):
         app = era_only(build_mcp_app(modern_extras=args.mode == "modern"), args.mode)
     else:
         app = era_only(build_mcp_app(), None)
