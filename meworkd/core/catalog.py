@@ -212,7 +212,7 @@ def bind(
     for server in servers:
         config = settings.servers[server]
         for tool in listings.get(server, []):
-            if tool.name in config.disabled_tools or (server, tool.name) in by_pair:
+            if config.disables(tool.name) or (server, tool.name) in by_pair:
                 continue
             if tool.needs_tasks:
                 # Never offered; Test connection and servers.tools show it as needing tasks
@@ -261,7 +261,7 @@ def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) ->
         why = f"server_disabled: the MCP server {server} was disabled"
     elif server not in selection:
         why = f"server_deselected: the MCP server {server} was removed from this conversation"
-    elif tool in config.disabled_tools:
+    elif config.disables(tool):
         why = f"tool_disabled: the tool {tool!r} of {server} was switched off"
     else:
         return None

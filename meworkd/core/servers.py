@@ -35,6 +35,7 @@ from meworkd.settings.dialects import parse_import
 from meworkd.settings.edits import OnConflict
 from meworkd.settings.entry_text import entry_from_text
 from meworkd.settings.store import SettingsStore
+from meworkd.settings.toolrules import unmatched
 
 __all__ = ["Servers"]
 
@@ -112,6 +113,7 @@ class Servers:
             "timeoutSeconds": config.timeout,
             "longRunning": config.long_running,
             "disabledTools": list(config.disabled_tools),
+            "alwaysAllowTools": list(config.always_allow_tools),
             "disabledAutoApproveTools": list(config.disabled_auto_approve_tools),
             "serverInfo": msgspec.to_builtins(config.server_info) if config.server_info else None,
         }
@@ -132,7 +134,25 @@ class Servers:
         raw = edits.servers_of(self._store.document()).get(name)
         if isinstance(raw, dict):
             out["server"] = raw if reveal else masked_entry(raw)
+        if (config := self._store.settings.servers.get(name)) is not None:
+            out["warnings"] = self._rule_warnings(config, self._inventory.get(name)["tools"])
         return out
+
+    @staticmethod
+    def _rule_warnings(config: ServerConfig, tools: list[dict[str, Any]] | None) -> list[str]:
+        """Tool rules that match none of the tools the server last reported (a typo, or a
+        tool it dropped): a warning, not an error, since the server may add it again."""
+        if tools is None:
+            return []  # not reported yet: nothing to hold the rules against
+        names = [str(tool.get("name")) for tool in tools]
+        return [
+            f"{key}: {pattern!r} matches none of the tools the server reported"
+            for key, patterns in (
+                ("disabledTools", config.disabled_tools),
+                ("alwaysAllowTools", config.always_allow_tools),
+            )
+            for pattern in unmatched(patterns, names)
+        ]
 
     def export(self, *, reveal: bool) -> dict[str, Any]:
         """Every entry as written, as an ``mcpServers`` document."""

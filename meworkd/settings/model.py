@@ -12,6 +12,7 @@ from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
 
 from meworkd.settings.hooks import HookSet
+from meworkd.settings.toolrules import first_match
 
 __all__ = [
     "CONNECTION_FIELDS",
@@ -107,7 +108,9 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     description: str | None = None
     timeout_seconds: int | None = None
     long_running: bool = False
+    # Tool names or globs (settings.toolrules): never offered / run without asking.
     disabled_tools: tuple[str, ...] = ()
+    always_allow_tools: tuple[str, ...] = ()
     disabled_auto_approve_tools: tuple[str, ...] = ()
     server_info: ServerInfo | None = None
     # logging/setLevel sent when a session opens (a change applies to new sessions).
@@ -120,6 +123,14 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     @property
     def timeout(self) -> float:
         return float(self.timeout_seconds or DEFAULT_TIMEOUT_SECONDS)
+
+    def disables(self, tool: str) -> bool:
+        """Whether ``disabledTools`` names ``tool`` or a pattern matching it."""
+        return first_match(self.disabled_tools, tool) is not None
+
+    def always_allows(self, tool: str) -> str | None:
+        """The ``alwaysAllowTools`` rule that lets ``tool`` run without asking, if any."""
+        return first_match(self.always_allow_tools, tool)
 
     def connection_key(self) -> tuple[object, ...]:
         return (

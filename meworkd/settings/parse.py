@@ -25,6 +25,7 @@ from meworkd.settings.model import (
     ServerConfig,
     Settings,
 )
+from meworkd.settings.toolrules import pattern_problem
 
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
@@ -242,6 +243,15 @@ def parse_server(name: str, raw: object) -> ServerConfig:
     if config.log_level is not None and config.log_level not in LOG_LEVELS:
         problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
     problems += _oauth_problems(name, kind, config.oauth)
+    for key, patterns in (
+        ("disabledTools", config.disabled_tools),
+        ("alwaysAllowTools", config.always_allow_tools),
+    ):
+        problems += [
+            f"{name}.{key}[{i}]: {why}"
+            for i, pattern in enumerate(patterns)
+            if (why := pattern_problem(pattern)) is not None
+        ]
     if problems:
         raise InvalidSettings("; ".join(problems), problems)
     return config

@@ -99,6 +99,11 @@ class Approvals:
         mandatory = requires_user
         auto_off = config is not None and call.tool in config.disabled_auto_approve_tools
         rule = decide(level, mandatory=mandatory, auto_approve_disabled=auto_off)
+        # alwaysAllowTools after the mandatory asks (a rule never pre-approves those, as a hook
+        # cannot), before hooks and the level (docs/api.md, "Per-tool rules").
+        allowed_by = config.always_allows(call.tool) if config is not None else None
+        if allowed_by is not None and not (mandatory or auto_off):
+            return Decision(True, DecidedBy.RULE, f"alwaysAllowTools: {allowed_by}", Rule.RUN)
         if rule is Rule.RUN:
             return Decision(True, DecidedBy.LEVEL, f"approval level {level}", rule)
         key = (call.conversation_id, call.server, call.tool)

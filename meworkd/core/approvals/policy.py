@@ -43,6 +43,7 @@ class DecidedBy(StrEnum):
 
     USER = "user"
     HOOK = "hook"
+    RULE = "rule"  # the server entry's alwaysAllowTools
     LEVEL = "level"
     POLICY = "policy"
     TIMEOUT = "timeout"
