@@ -20,6 +20,7 @@ from tests.turn_helpers import (
     bound,
     document,
     mw_fixture,  # noqa: F401  (the mw fixture)
+    rpc_error,
     start_call,
     text_of,
 )
@@ -109,3 +110,38 @@ async def test_a_rule_matching_no_reported_tool_is_a_warning(mw: Harness) -> Non
     assert shown["warnings"] == [
         "alwaysAllowTools: 'delete_*' matches none of the tools the server reported"
     ]
+
+
+async def test_always_allow_from_an_approval_applies_everywhere_and_stays(mw: Harness) -> None:
+    await mw.start(document({"k": fake(), "m": fake(disabledAutoApproveTools=["echo"])}))
+    events = await mw.connect(["approval.requested"])
+    conv = await mw.conversation(["k", "m"], level="request_approval")
+    turn = await mw.begin(conv)
+    echo, mandatory = bound(turn, "k")["echo"], bound(turn, "m")["echo"]
+    async with anyio.create_task_group() as tg:
+        params = {"turnId": turn["turnId"], "name": mandatory, "arguments": {"text": "m"}}
+        call = start_call(tg, mw.c, "turns.callTool", params)
+        request = await approval_for(events, turn, mandatory)
+        answer = {"approvalId": request["approvalId"], "decision": "allow", "scope": "always"}
+        refused = await rpc_error(mw.call("approvals.respond", answer))
+        assert "echo cannot always be allowed: auto-approve is switched off" in refused.message
+        answer["scope"] = "once"  # still open: the refusal answered nothing
+        await mw.call("approvals.respond", answer)
+        assert text_of(await call.wait()) == "m"
+
+        params = {"turnId": turn["turnId"], "name": echo, "arguments": {"text": "k"}}
+        call = start_call(tg, mw.c, "turns.callTool", params)
+        request = await approval_for(events, turn, echo)
+        answer = {"approvalId": request["approvalId"], "decision": "allow", "scope": "always"}
+        await mw.call("approvals.respond", answer)
+        assert text_of(await call.wait()) == "k"
+    assert mw.read_settings()["assets"]["mcpServers"]["k"]["alwaysAllowTools"] == ["echo"]
+    # Another conversation: runs without asking (awaited directly), by the rule.
+    other = await mw.conversation(["k"], level="request_approval")
+    other_turn = await mw.begin(other)
+    assert text_of(await mw.tool(other_turn, echo, {"text": "again"})) == "again"
+    last = await _audit_last(mw, other)
+    assert (last["decidedBy"], last["reason"]) == ("rule", "alwaysAllowTools: echo")
+    deny_always = {"approvalId": "x", "decision": "deny", "scope": "always"}
+    bad = await rpc_error(mw.call("approvals.respond", deny_always))
+    assert 'scope "always" goes only with decision "allow"' in bad.message

@@ -196,7 +196,7 @@ class RespondParams(_Params):
     approval_id: str
     decision: Literal["allow", "deny"]
     reason: str | None = None
-    scope: Literal["once", "conversation"] = "once"
+    scope: Literal["once", "conversation", "always"] = "once"
 
 
 class ElicitationRespondParams(_Params):

@@ -150,7 +150,7 @@ def set_tool_flag(
     name: str,
     tool: str,
     *,
-    key: Literal["disabledTools", "disabledAutoApproveTools"],
+    key: Literal["disabledTools", "disabledAutoApproveTools", "alwaysAllowTools"],
     on: bool,
 ) -> list[str]:
     """Add ``tool`` to (``on``) or remove it from the entry's list ``key``."""

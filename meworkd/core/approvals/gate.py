@@ -23,7 +23,7 @@ from meworkd.core.approvals.policy import (
 )
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
 from meworkd.core.toolcall import ToolCall
-from meworkd.settings import HookSet, Settings
+from meworkd.settings import HookSet, Settings, edits
 from meworkd.settings.store import SettingsStore
 
 __all__ = ["Approvals", "Decision"]
@@ -187,7 +187,7 @@ class Approvals:
             unanswered=unanswered,
         )
 
-    def respond(
+    async def respond(
         self,
         approval_id: str,
         decision: str,
@@ -195,14 +195,17 @@ class Approvals:
         scope: str = "once",
     ) -> dict[str, Any]:
         """Answer an approval; ``scope`` "conversation" also allows the same tool for the rest
-        of the conversation, where a person's answer alone decides (under the settings of now)."""
+        of the conversation, where a person's answer alone decides (under the settings of now);
+        "always" writes it into the server's ``alwaysAllowTools`` (every conversation, for good)."""
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
         allowed = decision == "allow"
+        if scope != "once" and not allowed:
+            raise InvalidParams(f'scope "{scope}" goes only with decision "allow"')
         if scope == "conversation":
-            if not allowed:
-                raise InvalidParams('scope "conversation" goes only with decision "allow"')
             self._grant(self._prompts.question(approval_id), self._store.settings)
+        elif scope == "always":
+            await self._always(self._prompts.question(approval_id))
         self._prompts.answer(
             approval_id,
             Decision(
@@ -223,6 +226,19 @@ class Approvals:
                 'time or a PermissionRequest hook decides it; answer with scope "once"'
             )
         self._grants.add((question["conversationId"], question["server"], question["tool"]))
+
+    async def _always(self, question: dict[str, Any]) -> None:
+        """Write the asked-about tool into its server's ``alwaysAllowTools`` (a minimal edit of
+        the file: the user's comments stay), unless it is one no rule may pre-approve."""
+        if not question["hookMayDecide"]:
+            raise InvalidParams(
+                f"{question['tool']} cannot always be allowed: {question['reason']}, and no "
+                'rule pre-approves that; answer with scope "once" or "conversation"'
+            )
+        server, tool = question["server"], question["tool"]
+        await self._store.mutate(
+            lambda doc: edits.set_tool_flag(doc, server, tool, key="alwaysAllowTools", on=True)
+        )
 
     def forget_conversation(self, conversation_id: str) -> None:
         self._grants = {g for g in self._grants if g[0] != conversation_id}

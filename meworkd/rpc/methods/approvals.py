@@ -20,7 +20,7 @@ async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
 
 @group.add("approvals.respond", RespondParams)
 async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str, Any]:
-    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope)
+    return await s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope)
 
 
 @group.add("audit.list", AuditParams)
