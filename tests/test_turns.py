@@ -4,6 +4,7 @@ Every test runs the real daemon in-process with real MCP server processes (the k
 server, the stdlib counting server, and, marked ``peers``, @modelcontextprotocol/server-everything).
 """
 
+import json
 import os
 from typing import Any
 
@@ -49,7 +50,18 @@ async def test_discovery_binds_selected_enabled_servers(mw: Harness) -> None:
     )
     conv = await mw.conversation(["a", "b", "down", "off"])
     turn = await mw.begin(conv)
-    assert set(turn) == {"turnId", "tools", "bindings", "systemPrompt", "failures"}
+    assert set(turn) == {"turnId", "tools", "bindings", "systemPrompt", "failures", "costs"}
+
+    # What each server costs the turn: its tools and the bytes of their definitions as sent.
+    by_server = {c["server"]: c for c in turn["costs"]}
+    assert set(by_server) == {"a", "b"}
+    assert turn["costs"][0]["server"] == "a"  # the costliest first
+    for server, cost in by_server.items():
+        sent = [t for t in turn["tools"] if turn["bindings"][t["name"]]["server"] == server]
+        assert cost["tools"] == len(sent)
+        assert cost["deferred"] == 0
+        assert cost["bytes"] == sum(len(json.dumps(t, separators=(",", ":"))) for t in sent)
+        assert cost["tokensEstimate"] == cost["bytes"] // 4
 
     # Every page of a's tools/list (47 tools in pages of 7); b without its disabledTools.
     assert set(bound(turn, "a")) == KITCHEN_TOOLS | {f"t{i}" for i in range(30)}

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from mework_protocol.failures import failure
 
 from meworkd.core.approvals.policy import requires_user_interaction
@@ -336,3 +337,20 @@ def system_prompt(
         "with names that start with mcp__<server>; calls that have side effects may ask "
         "the user for approval first.\n" + "\n".join(lines)
     )
+
+
+def costs(tools: Sequence[dict[str, Any]], bindings: dict[str, Binding]) -> list[dict[str, Any]]:
+    """What each server's tools cost a turn: how many the model is offered, how many are
+    deferred (none while every tool is offered), and the bytes of their definitions as sent,
+    with ``tokensEstimate`` (bytes / 4, an estimate: tokenizers differ)."""
+    per_server: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        server = bindings[tool["name"]].server
+        entry = per_server.setdefault(
+            server, {"server": server, "tools": 0, "deferred": 0, "bytes": 0}
+        )
+        entry["tools"] += 1
+        entry["bytes"] += len(msgspec.json.encode(tool))
+    for entry in per_server.values():
+        entry["tokensEstimate"] = entry["bytes"] // 4
+    return sorted(per_server.values(), key=lambda e: (-e["bytes"], e["server"]))

@@ -27,6 +27,7 @@ from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
     Binding,
     bind,
+    costs,
     rebind,
     select,
     server_failure,
@@ -120,6 +121,7 @@ class Turns:
             },
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
             "failures": failures,
+            "costs": costs(tools, bindings),
         }
         return self._redact(reply)  # type: ignore[return-value]
 
