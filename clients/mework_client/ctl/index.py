@@ -123,7 +123,7 @@ INDEX: tuple[tuple[str, str, str], ...] = (
         "answer approvals, servers' forms and URLs, and sampling requests as they arrive",
         "requests",
     ),
-    ("ui", "open Settings → MCP in the terminal (needs meworkd[tui])", "ui"),
+    ("ui", "open Settings → MCP in the terminal", "ui"),
     ("events", "print events as JSON lines until interrupted", "daemon"),
     ("install-service", "install meworkd's systemd user units", "daemon"),
     ("uninstall-service", "remove meworkd's systemd user units", "daemon"),
