@@ -23,6 +23,7 @@ from meworkd.settings.model import (
     ServerConfig,
     Settings,
 )
+from meworkd.settings.spelling import misspelled_keys
 
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
@@ -218,11 +219,13 @@ def parse_server(name: str, raw: object) -> ServerConfig:
         kind = canonical_type(raw)
     except ValueError as exc:
         raise InvalidSettings(f"{name}.{exc}") from None
+    typos = misspelled_keys(name, raw)
     try:
         config = msgspec.convert({**raw, "type": kind}, ServerConfig)
     except msgspec.ValidationError as exc:
-        raise InvalidSettings(_field_error(name, exc)) from None
-    problems: list[str] = []
+        problems = [_field_error(name, exc), *typos]
+        raise InvalidSettings("; ".join(problems), problems) from None
+    problems = []
     if kind == "stdio":
         if not config.command or not config.command.strip():
             problems.append(f"{name}.command: required for a stdio server")
@@ -241,6 +244,7 @@ def parse_server(name: str, raw: object) -> ServerConfig:
         problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
     problems += _oauth_problems(name, kind, config.oauth)
     if problems:
+        problems += typos  # after what failed: the typo is the likely cause
         raise InvalidSettings("; ".join(problems), problems)
     return config
 

@@ -168,8 +168,11 @@ def _server_params(args: Args) -> dict[str, Any]:
 
 
 def _added(result: Any, args: Args, style: Style) -> str:
+    """The entry is stored either way; what meworkd already knows will fail follows it."""
     kind = obj(result).get("type")
-    return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
+    lines = [style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"]
+    lines += [style.red("warning: ") + str(w) for w in obj(result).get("warnings") or []]
+    return "\n".join(lines)
 
 
 def _removed(result: Any, args: Args, style: Style) -> str:

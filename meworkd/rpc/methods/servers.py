@@ -3,6 +3,7 @@
 servers.test and servers.logs, which ask the running servers, are in :mod:`.probe`.
 """
 
+import os
 from typing import Any
 
 import msgspec
@@ -16,6 +17,7 @@ from meworkd.rpc.table import MethodGroup
 from meworkd.settings import edits, mask_value, masked_entry
 from meworkd.settings.dialects import parse_import
 from meworkd.settings.entry_text import entry_from_text
+from meworkd.settings.lookup import command_warnings
 
 __all__ = ["describe", "group"]
 
@@ -80,7 +82,11 @@ async def get(s: Services, _conn: Connection, p: params.GetServerParams) -> dict
 @group.add("servers.add", params.AddServerParams)
 async def add(s: Services, _conn: Connection, p: params.AddServerParams) -> dict[str, Any]:
     await s.store.mutate(lambda doc: edits.add_server(doc, p.name, p.server))
-    return describe(s, p.name)
+    out = describe(s, p.name)
+    # Said now, not when a conversation first uses it: a command meworkd will not find.
+    if (config := s.store.settings.servers.get(p.name)) is not None:
+        out["warnings"] = command_warnings(config, os.environ)
+    return out
 
 
 @group.add("servers.update", params.UpdateServerParams)
