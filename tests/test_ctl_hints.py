@@ -35,7 +35,20 @@ MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Words that follow "meworkctl" in a sentence about it ("meworkctl runs no model"). A word that
 # is neither a command nor listed here fails the test: add it here only if it is prose.
 PROSE = frozenset(
-    {"command", "does", "in", "is", "prints", "runs", "takes", "waits", "starts", "treats"}
+    [
+        "command",
+        "does",
+        "in",
+        "is",
+        "prints",
+        "runs",
+        "says",
+        "speaks",
+        "starts",
+        "takes",
+        "treats",
+        "waits",
+    ]
 )
 
 # A value filled in at run time (an f-string's field, a placeholder such as NAME or COMMAND):

@@ -46,7 +46,7 @@ def run(args: Args, ctx: Ctx) -> int:
         ctx.fail(not_running_message(exc.path))
         return EXIT_NOT_RUNNING
     except RpcError as exc:
-        ctx.fail(describe_rpc_error(exc, cmd.method))
+        ctx.fail(describe_rpc_error(exc, cmd.method, wire=ctx.json))
         return EXIT_ERROR
     except TimeoutError:
         ctx.fail(f"no reply from meworkd within {ctx.timeout():g} s (wait longer with --timeout)")

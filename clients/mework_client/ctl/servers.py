@@ -41,7 +41,7 @@ from mework_client.ctl.layout import (
     when,
 )
 from mework_client.ctl.servers_import import format_import, run_import
-from mework_client.ctl.settings_state import settings_lines
+from mework_client.ctl.settings_state import in_own_words, settings_lines
 
 __all__ = [
     "COMMANDS",
@@ -87,7 +87,9 @@ def format_servers(result: Any, style: Style = PLAIN) -> str:
         for s in servers
     ]
     lines = [format_table(["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"], rows, style)]
-    lines += [style.red(f"{s.get('name')}: {s['error']}") for s in servers if s.get("error")]
+    lines += [
+        style.red(f"{s.get('name')}: {in_own_words(s['error'])}") for s in servers if s.get("error")
+    ]
     return "\n".join(lines + problems)
 
 
@@ -130,7 +132,7 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
         style,
     )
     if r.get("error"):
-        text += "\n" + style.red(f"error: {r['error']}")
+        text += "\n" + style.red(f"error: {in_own_words(r['error'])}")
     # This entry's own error is shown above; the file's state and other problems follow.
     for line in settings_lines(r, style, entries=False):
         text += "\n" + line

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mework_protocol.failures import failure_error, failure_kind
+from mework_protocol.failures import failure_error
 
 from mework_client.ctl.command import (
     Args,
@@ -31,6 +31,7 @@ from mework_client.ctl.layout import (
     obj,
     plural,
 )
+from mework_client.ctl.words import in_own_words
 
 __all__ = ["COMMANDS", "format_call", "format_turn"]
 
@@ -50,8 +51,9 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
     for failure in items(r, "failures"):
-        kind = f" [{failure_kind(failure)}]" if failure_kind(failure) else ""
-        lines.append(style.red(f"{failure.get('server')}: {failure_error(failure)}{kind}"))
+        # The failure's kind (command_not_found, ...) is for programs: --json has it.
+        said = in_own_words(failure_error(failure) or "failed")
+        lines.append(style.red(f"{failure.get('server')}: {said}"))
     return "\n".join(lines)
 
 
