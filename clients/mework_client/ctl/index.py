@@ -110,6 +110,7 @@ INDEX: tuple[tuple[str, str, str], ...] = (
     ("conv level", "set a conversation's approval level", "conv"),
     ("conv rm", "delete a conversation (closing its sessions)", "conv"),
     ("turn begin", "begin a turn: discover the tools of the conversation's servers", "turn"),
+    ("turn list", "list the open turns (of one conversation) with their ids", "turn"),
     ("turn end", "end a turn (its sessions stay pooled)", "turn"),
     ("turn cancel", "cancel a turn's calls in flight", "turn"),
     ("call", "call a tool in a turn, as the model would", "turn"),

@@ -3,7 +3,13 @@
 from typing import Any
 
 import msgspec
-from mework_protocol.params import BeginParams, CallToolParams, CancelParams, TurnParams
+from mework_protocol.params import (
+    BeginParams,
+    CallToolParams,
+    CancelParams,
+    ListTurnsParams,
+    TurnParams,
+)
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from meworkd.rpc.connection import Connection
@@ -36,6 +42,11 @@ async def call_tool(s: Services, _conn: Connection, p: CallToolParams) -> msgspe
 @group.add("turns.cancel", CancelParams)
 async def cancel(s: Services, _conn: Connection, p: CancelParams) -> dict[str, Any]:
     return {"cancelled": s.live().turns.cancel(p.turn_id, p.call_id)}
+
+
+@group.add("turns.list", ListTurnsParams)
+async def list_(s: Services, _conn: Connection, p: ListTurnsParams) -> dict[str, Any]:
+    return {"turns": s.live().turns.listing(p.conversation_id)}
 
 
 @group.add("turns.end", TurnParams)
