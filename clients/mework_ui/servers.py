@@ -11,7 +11,13 @@ from textual.widgets import DataTable, Footer, Static
 from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
-from mework_ui.words import failure_text, server_status, settings_banner, test_summary
+from mework_ui.words import (
+    empty_note,
+    failure_text,
+    server_status,
+    settings_banner,
+    test_summary,
+)
 
 __all__ = ["ServersScreen"]
 
@@ -75,7 +81,7 @@ class ServersScreen(Screen[None]):
         """The selected server's reason in full: R1, say why in place."""
         name, app = self.selected(), self.mework
         entry = app.servers.get(name or "")
-        text = "" if app.servers else "No servers yet: press a to add one or import JSON."
+        text = "" if app.servers else empty_note(app.online, app.connection)
         if entry is not None:
             if entry.get("error"):
                 text = f"! invalid entry: {entry['error']}"

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from mework_ui.link import is_down
 from mework_ui.model import Check, failure_kind
 
 __all__ = [
@@ -56,6 +57,18 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
     word = _LIVE.get(status, status)
     sessions = entry.get("sessions") or 0
     return f"{word} ({sessions})" if status == "connected" and sessions else word
+
+
+def empty_note(online: bool, bar: str) -> str:
+    """What an empty server list means: none registered, or none known while meworkd is away."""
+    if online:
+        return "No servers yet: press a to add one or import JSON."
+    if is_down(bar):
+        return (
+            "meworkd is not running, so its servers are not known here. Start it with: "
+            "meworkd  (or: systemctl --user start meworkd.socket); this screen connects by itself."
+        )
+    return "Waiting for meworkd…"
 
 
 def failure_text(failure: dict[str, Any]) -> str:

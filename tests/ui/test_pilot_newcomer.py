@@ -1,0 +1,59 @@
+"""What a newcomer meets first in the UI (issue 25.8): q quits, a daemon that is not running is
+said with how to start it (not "No servers yet"), and an empty Logs tab says there is nothing
+yet.
+"""
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from mework_ui.app import MeworkApp
+from mework_ui.detail import DetailScreen
+from mework_ui.servers import ServersScreen
+from textual.widgets import DataTable, Input
+
+from tests.ui.conftest import UiDaemon
+from tests.ui.helpers import add_servers, everything, move_to, text, until
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_q_quits_where_no_text_field_has_focus(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        await pilot.press("a", "enter")  # Add▾ → Add a server: its name field has focus
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        field = app.screen.focused
+        assert isinstance(field, Input)
+        await pilot.press("q")
+        assert "q" in field.value  # typed, not quit
+        assert app.is_running
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ServersScreen))
+        await pilot.press("q")
+        await until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+
+
+async def test_while_meworkd_is_down_the_screen_says_how_to_start_it(tmp_path: Path) -> None:
+    app = MeworkApp(str(tmp_path / "no-daemon.sock"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "meworkd is not running" in text(app, "#note"))
+        note = text(app, "#note")
+        assert "Start it with: meworkd" in note
+        assert "No servers yet" not in note
+
+
+async def test_an_empty_logs_tab_says_there_is_nothing_yet(ui_daemon: UiDaemon) -> None:
+    await add_servers(ui_daemon.socket, {"nc-quiet": everything()})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: "nc-quiet" in table.rows)
+        move_to(table, "nc-quiet")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await until(pilot, lambda: "Nothing on stderr yet" in text(app, "#log-note"))
