@@ -1,11 +1,12 @@
 """What a newcomer meets first in the UI (issue 25.8): q quits, a daemon that is not running is
-said with how to start it (not "No servers yet"), and an empty Logs tab says there is nothing
-yet.
+said with how to start it (not "No servers yet"), an empty Logs tab says there is nothing yet,
+and a conversation's "why missing" is about the servers it selects, each once.
 """
 
 from pathlib import Path
 
 import pytest
+from mework_client.aio import connect
 
 pytest.importorskip("textual")
 
@@ -15,7 +16,14 @@ from mework_ui.servers import ServersScreen
 from textual.widgets import DataTable, Input
 
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import add_servers, everything, move_to, text, until
+from tests.ui.helpers import (
+    add_servers,
+    everything,
+    move_to,
+    open_conversation,
+    text,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +65,16 @@ async def test_an_empty_logs_tab_says_there_is_nothing_yet(ui_daemon: UiDaemon) 
         await pilot.press("l")
         await until(pilot, lambda: isinstance(app.screen, DetailScreen))
         await until(pilot, lambda: "Nothing on stderr yet" in text(app, "#log-note"))
+
+
+async def test_why_missing_lists_only_the_selected_servers_each_once(ui_daemon: UiDaemon) -> None:
+    await add_servers(ui_daemon.socket, {"nc-sel": everything(), "nc-other": everything()})
+    async with connect(ui_daemon.socket) as client:
+        await client.call("conversations.create", {"id": "nc-c1", "mcpServers": ["nc-sel"]})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: "nc-other" in app.model.servers)
+        await open_conversation(pilot, app, "nc-c1")
+        why = text(app, "#why")
+        assert why.count("nc-sel") == 1, why
+        assert "nc-other" not in why
