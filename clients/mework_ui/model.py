@@ -132,6 +132,8 @@ class Model:
         self.servers: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, dict[str, Any]] = {}
         self.tests: dict[str, dict[str, Any]] = {}  # the last servers.test result per server
+        self.testing: set[str] = set()  # servers whose Test connection is running now
+        self.tested_at: dict[str, str] = {}  # when each server's last test ended (local time)
         self.reported: dict[str, dict[str, Any]] = {}  # servers.tools: what it last reported
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
@@ -330,6 +332,7 @@ class Model:
 
     def record_test(self, name: str, result: dict[str, Any]) -> None:
         """Keep a test's verdict: a success clears a failure, a failure replaces it."""
+        self.tested_at[name] = time.strftime("%H:%M:%S")
         if result.get("ok"):
             self.tests[name] = result
             self.failures.pop(name, None)

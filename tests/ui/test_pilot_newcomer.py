@@ -1,6 +1,7 @@
 """What a newcomer meets first in the UI (issue 25.8): q quits, a daemon that is not running is
 said with how to start it (not "No servers yet"), an empty Logs tab says there is nothing yet,
-and a conversation's "why missing" is about the servers it selects, each once.
+a conversation's "why missing" is about the servers it selects, each once, and t shows that it
+tests, then the outcome.
 """
 
 from pathlib import Path
@@ -18,6 +19,7 @@ from textual.widgets import DataTable, Input
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import (
     add_servers,
+    cell,
     everything,
     move_to,
     open_conversation,
@@ -78,3 +80,23 @@ async def test_why_missing_lists_only_the_selected_servers_each_once(ui_daemon: 
         why = text(app, "#why")
         assert why.count("nc-sel") == 1, why
         assert "nc-other" not in why
+
+
+async def test_t_on_a_failing_server_shows_testing_then_the_outcome(ui_daemon: UiDaemon) -> None:
+    # A server that never answers: each Test connection takes its one-second timeout.
+    mute = {"type": "stdio", "command": "sh", "args": ["-c", "sleep 60"], "timeoutSeconds": 1}
+    await add_servers(ui_daemon.socket, {"nc-mute": mute})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: "nc-mute" in table.rows)
+        move_to(table, "nc-mute")
+        for _ in range(2):  # the second time, on a server that is failing already
+            await pilot.press("t")
+            await until(pilot, lambda: cell(table, "nc-mute", "status") == "… testing")
+            assert text(app, "#note") == "… testing nc-mute (Test connection)"
+            await until(pilot, lambda: "nc-mute" not in app.model.testing)
+            assert cell(table, "nc-mute", "status") == "✘ failed: timeout"
+            note = text(app, "#note")
+            assert note.startswith("Test connection at "), note
+            assert "✘ timeout" in note
