@@ -1,7 +1,7 @@
 """What a newcomer meets first in the UI (issue 25.8): q quits, a daemon that is not running is
 said with how to start it (not "No servers yet"), an empty Logs tab says there is nothing yet,
-a conversation's "why missing" is about the servers it selects, each once, and t shows that it
-tests, then the outcome.
+a conversation's "why missing" is about the servers it selects, each once, t shows that it
+tests, then the outcome, and a field's refusal or a draft's notice goes once no longer true.
 """
 
 from pathlib import Path
@@ -14,10 +14,11 @@ pytest.importorskip("textual")
 from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
 from mework_ui.servers import ServersScreen
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Switch
 
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import (
+    EVERYTHING,
     add_servers,
     cell,
     everything,
@@ -100,3 +101,53 @@ async def test_t_on_a_failing_server_shows_testing_then_the_outcome(ui_daemon: U
             note = text(app, "#note")
             assert note.startswith("Test connection at "), note
             assert "✘ timeout" in note
+
+
+async def test_a_fields_refusal_goes_when_the_field_becomes_valid(ui_daemon: UiDaemon) -> None:
+    await add_servers(ui_daemon.socket, {"nc-field": everything(timeoutSeconds=60)})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(100, 40)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: "nc-field" in table.rows)
+        move_to(table, "nc-field")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        field = app.screen.query_one("#f-timeoutSeconds", Input)
+        await until(pilot, lambda: field.value == "60")
+        field.focus()
+        field.value = "soon"
+        await pilot.press("enter")
+        await until(pilot, lambda: "(not saved)" in text(app, "#m-timeoutSeconds"))
+        field.value = "90"  # valid now, not yet committed
+        await until(pilot, lambda: text(app, "#m-timeoutSeconds") == "")
+        field.value = "soon"
+        await pilot.press("enter")
+        await until(pilot, lambda: "(not saved)" in text(app, "#m-timeoutSeconds"))
+        field.value = "60"  # back to what is saved
+        await until(pilot, lambda: text(app, "#m-timeoutSeconds") == "")
+
+
+async def test_a_drafts_notice_goes_once_the_entry_is_saved(ui_daemon: UiDaemon) -> None:
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: app.model.online)
+        await pilot.press("a", "enter")  # Add▾ → Add a server
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        screen = app.screen
+        command = screen.query_one("#f-command", Input)
+        command.focus()
+        command.value = EVERYTHING
+        await pilot.press("enter")
+        await until(pilot, lambda: "draft" in text(app, "#m-command"))
+        screen.query_one("#f-longRunning", Switch).value = True  # a switch in the draft too
+        await until(pilot, lambda: "draft" in text(app, "#m-longRunning"))
+        name = screen.query_one("#f-name", Input)
+        name.focus()
+        name.value = "nc-drafted"
+        await pilot.press("enter")
+        await until(pilot, lambda: "nc-drafted" in app.model.servers)
+        await until(pilot, lambda: text(app, "#m-name") == "✓ saved")
+        notes = [str(m.render()) for m in screen.query(".msg")]
+        assert not [n for n in notes if "draft" in n], notes
+        assert text(app, "#m-longRunning") == "on"
+        assert app.model.servers["nc-drafted"]["longRunning"] is True
