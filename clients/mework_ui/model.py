@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import anyio
 from mework_client import RpcError
+from mework_protocol.wording import unreadable_settings
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
@@ -214,7 +215,7 @@ class Model:
         elif topic == "settings.invalid":
             self.stale.mark("settings")
             if data.get("error"):
-                self.app.notify(f"settings file not used: {data['error']}", severity="error")
+                self.app.notify(unreadable_settings(data["error"]), severity="error")
         elif topic in ("call.started", "call.finished"):
             self.note_call(data, finished=topic == "call.finished")
         elif topic in ("approval.requested", "elicitation.requested"):

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from mework_protocol.wording import unreadable_settings
+
 from mework_ui.link import is_down
 from mework_ui.model import Check, failure_kind
 
@@ -96,7 +98,7 @@ def settings_banner(state: dict[str, Any]) -> str:
     """The settings file's own state: unreadable, invalid parts, or unsafe permissions."""
     lines: list[str] = []
     if state.get("unreadable"):
-        lines.append(f"! settings file not used: {state['unreadable']} (editing is refused)")
+        lines.append(f"! {unreadable_settings(state['unreadable'])}")
     lines += [f"! settings: {error}" for error in state.get("errors") or []]
     lines += [f"! unsafe: {warning}" for warning in state.get("warnings") or []]
     return "\n".join(lines)

@@ -11,6 +11,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from mework_protocol.wording import server_state
+
 from mework_client.ctl.command import (
     EXIT_OK,
     Args,
@@ -70,6 +72,13 @@ def _command_line(entry: Mapping[str, Any]) -> str:
     return shlex.join([str(entry["command"]), *map(str, entry.get("args") or [])])
 
 
+def _status_cell(entry: Mapping[str, Any]) -> Cell:
+    """The status in the words every frontend uses (a last failure shows as failed)."""
+    state = server_state(entry)
+    colour = RED if state.startswith("failed") else _STATUS_COLOURS.get(state, "")
+    return Cell(state, colour)
+
+
 def format_servers(result: Any, style: Style = PLAIN) -> str:
     servers = items(result, "servers")
     problems = settings_lines(result, style, entries=False)
@@ -81,7 +90,7 @@ def format_servers(result: Any, style: Style = PLAIN) -> str:
             s.get("name"),
             s.get("type"),
             s.get("enabled"),
-            Cell(str(s.get("status") or "-"), _STATUS_COLOURS.get(str(s.get("status")), "")),
+            _status_cell(s),
             truncate(_command_line(s), DESCRIPTION_WIDTH),
         ]
         for s in servers
@@ -116,7 +125,7 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
         [
             ("name", r.get("name")),
             ("type", r.get("type")),
-            ("status", r.get("status")),
+            ("status", server_state(r) if r.get("status") else None),
             ("description", r.get("description")),
             ("command", _command_line(r) if r.get("command") else None),
             ("url", r.get("url")),
@@ -133,6 +142,9 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
     )
     if r.get("error"):
         text += "\n" + style.red(f"error: {in_own_words(r['error'])}")
+    last = r.get("lastError")
+    if isinstance(last, dict) and server_state(r).startswith("failed"):
+        text += "\n" + style.red(f"last error: {in_own_words(last.get('error') or '')}")
     # This entry's own error is shown above; the file's state and other problems follow.
     for line in settings_lines(r, style, entries=False):
         text += "\n" + line

@@ -32,12 +32,9 @@ def settings_lines(result: Any, style: Style = PLAIN, *, entries: bool = True) -
         return []
     lines: list[str] = []
     if health.get("state") == "unreadable":
-        lines.append(
-            style.red(
-                f"settings file not in force: {health.get('error')} "
-                "(running on the last good settings)"
-            )
-        )
+        from mework_protocol.wording import unreadable_settings  # only when there is one
+
+        lines.append(style.red(unreadable_settings(health.get("error"))))
     lines += [style.red(f"settings error: {in_own_words(e)}") for e in health.get("errors") or []]
     if entries:
         invalid = obj(health.get("invalidServers"))
