@@ -8,15 +8,18 @@ from __future__ import annotations
 import re
 
 import pytest
+from mework_client import Client
 from mework_client.ctl.servers import format_server, format_servers
 from mework_client.ctl.settings_state import settings_lines
 from mework_protocol.wording import server_state, unreadable_settings
 
 from tests.test_ctl import (
+    KITCHEN,
     Daemon,
     daemon_fixture,  # noqa: F401  (the daemon fixture: one daemon for this module)
     ok,
     ok_json,
+    run_ctl,
 )
 
 STATUS_LINE = re.compile(r"^status: +failed: command_not_found$", re.MULTILINE)
@@ -61,3 +64,24 @@ def test_servers_list_shows_a_failure_a_turn_met(daemon: Daemon) -> None:
     row = next(r for r in ok(daemon, "servers", "list").splitlines() if r.startswith("sw-tiem"))
     assert "failed: command_not_found" in row
     assert STATUS_LINE.search(ok(daemon, "servers", "show", "sw-tiem"))
+
+
+def test_test_connection_is_the_servers_latest_word(daemon: Daemon) -> None:
+    """A fixed command whose Test connection succeeds no longer shows the old failure; a failed
+    Test connection is recorded as the server's last error."""
+    ok(daemon, "servers", "add", "sw-fix", "--", "mcp-server-tiem")
+    ok(daemon, "conv", "create", "--id", "sw-c2", "--server", "sw-fix")
+    ok_json(daemon, "turn", "begin", "sw-c2")
+    assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"]["conversation"] == "sw-c2"
+    with Client(daemon.socket) as client:  # fixed by hand, as the UI's fields or an editor do
+        patch = {"command": KITCHEN[0], "args": KITCHEN[1:]}
+        client.call("servers.update", {"name": "sw-fix", "patch": patch})
+    ok(daemon, "servers", "test", "sw-fix")
+    assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"] is None
+    assert "failed" not in ok(daemon, "servers", "show", "sw-fix")
+
+    ok(daemon, "servers", "add", "sw-bad", "--", "mcp-server-tiem")
+    assert run_ctl(daemon, "servers", "test", "sw-bad").returncode == 1
+    last = ok_json(daemon, "servers", "show", "sw-bad")["lastError"]
+    assert (last["kind"], last["conversation"]) == ("command_not_found", None)
+    assert STATUS_LINE.search(ok(daemon, "servers", "show", "sw-bad"))

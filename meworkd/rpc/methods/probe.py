@@ -32,6 +32,8 @@ async def test(s: Services, _conn: Connection, p: params.NameParams) -> dict[str
     # Server-sourced text may quote a secret: redacted for the reply and for the settings file
     # alike (the recorded serverInfo shows in servers.list).
     redacted: dict[str, Any] = s.redactor.redact_value(result)  # type: ignore[assignment]
+    # The test is the server's latest word: lastError ends with a success, is a failure.
+    s.pool.status.tested(p.name, None if redacted["ok"] else redacted)
     if redacted["ok"]:
         s.inventory.record(p.name, "test", {k: redacted[k] for k in SECTIONS})
         info = redacted["serverInfo"]
