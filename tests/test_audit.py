@@ -232,7 +232,7 @@ async def test_calls_are_refused_while_the_audit_cannot_be_written(mw: Harness) 
     turn = await mw.begin(conv)
     echo = bound(turn, "k")["echo"]
     assert not (await mw.tool(turn, echo, {"text": "before"}))["isError"]
-    state = mw.d.live().state
+    state = mw.d.state_db
     connection = state._db  # the daemon's own connection: the page cap is per connection
     pages = connection.execute("PRAGMA page_count").fetchone()[0]
     connection.execute(f"PRAGMA max_page_count = {pages}")

@@ -110,7 +110,7 @@ async def test_form_answered_checked_and_completed(mw: Harness) -> None:
 
 def turn_conv(turn: dict[str, Any], mw: Harness) -> str:
     assert mw.daemon is not None
-    return str(mw.daemon.live().turns._turns[turn["turnId"]].conversation_id)
+    return str(mw.daemon.turns._turns[turn["turnId"]].conversation_id)
 
 
 async def test_url_mode_and_completion(mw: Harness) -> None:

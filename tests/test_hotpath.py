@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from meworkd.base.clock import _LATEST, wire_time
 from meworkd.core.audit import AuditEntry, AuditLog
-from meworkd.core.callrecord import CallFields
+from meworkd.core.toolcall import ToolCall as CallFields
 
 
 def _by_datetime(timestamp: float) -> str:

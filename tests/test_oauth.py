@@ -32,7 +32,7 @@ from meworkd.mcp.auth import (
     auth_file_for,
     login,
 )
-from meworkd.mcp.auth.machine import client_credentials
+from meworkd.mcp.auth.machine import machine_grant
 from meworkd.mcp.http import HttpErrors, open_http
 from meworkd.settings import OAuthConfig, ServerConfig
 from tests.servers.oauth_as import FakeAS, build, headless_browser, listening_socket, serve
@@ -222,6 +222,7 @@ async def test_pre_registered_client_and_configured_scope(rig: Rig) -> None:
         client_secret="pre-secret-value",
         scopes=("mcp", "admin"),
         redirect_port=port,
+        token_endpoint_auth_method="client_secret_post",  # as registered; this AS offers both
     )
     await rig.login(auth, oauth)
     # No registration; the configured scope reached /authorize (SDK gap G11 overwrites it).
@@ -270,7 +271,7 @@ def _machine(auth: ServerAuth, oauth: OAuthConfig) -> None:
     """As the registry wires a client_credentials entry."""
 
     async def run() -> None:
-        await client_credentials(auth, oauth)
+        await machine_grant(auth, oauth)
 
     auth.machine = run
 
@@ -291,7 +292,8 @@ async def test_client_credentials_with_secret_and_with_private_key_jwt(rig: Rig)
         assert (await session.call_tool("whoami", {})).is_error is False
         expire(auth)  # no refresh token: the grant runs again, no person involved
         assert (await session.call_tool("whoami", {})).is_error is False
-    assert rig.auth_as.events == ["client_credentials secret scope=mcp"] * 2
+    # client_secret_basic: this AS's metadata offers both methods (RFC 8414's default).
+    assert rig.auth_as.events == ["client_credentials basic scope=mcp"] * 2
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(
@@ -311,7 +313,7 @@ async def test_client_credentials_with_secret_and_with_private_key_jwt(rig: Rig)
     _machine(
         refused, OAuthConfig(grant="client_credentials", client_id="svc", client_secret="wrong")
     )
-    with pytest.raises(LoginFailed, match="refused the client"):
+    with pytest.raises(LoginFailed, match="refused the grant"):
         await refused.token()
 
 

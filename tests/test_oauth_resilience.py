@@ -16,7 +16,7 @@ import httpx2
 import pytest
 
 from meworkd.mcp.auth import BearerAuth, LoginRequired, RefreshUnavailable, ServerAuth
-from meworkd.mcp.auth.machine import client_credentials
+from meworkd.mcp.auth.machine import machine_grant
 from meworkd.settings import OAuthConfig
 from tests.servers.oauth_as import build, listening_socket, serve
 from tests.test_oauth import Rig, call_all, expire, sessions
@@ -148,7 +148,7 @@ async def test_client_credentials_ride_out_an_outage_too(rig: Rig) -> None:
     )
 
     async def grant() -> None:
-        await client_credentials(auth, oauth)
+        await machine_grant(auth, oauth)
 
     auth.machine = grant  # as the registry wires a client_credentials entry
     rig.auth_as.refresh_outage = 2
@@ -156,7 +156,7 @@ async def test_client_credentials_ride_out_an_outage_too(rig: Rig) -> None:
     assert rig.auth_as.events == [
         "client_credentials -> 503",
         "client_credentials -> 503",
-        "client_credentials secret scope=None",
+        "client_credentials basic scope=None",
     ]
     rig.auth_as.refresh_outage = 1000
     rig.auth_as.events.clear()

@@ -51,6 +51,18 @@ def test_oauth_object_and_false_are_accepted() -> None:
         ({"clientSecret": "a", "privateKey": "b"}, "give clientSecret or privateKey, not both"),
         ({"clientSecert": "typo"}, "s.oauth: object contains unknown field clientSecert"),
         ({"scopes": "a b"}, "s.oauth.scopes: expected array"),
+        ({"tokenEndpointAuthMethod": "tls"}, "s.oauth.tokenEndpointAuthMethod: expected one of"),
+        ({"grant": "jwt_bearer"}, "s.oauth.clientId: required for the jwt_bearer grant"),
+        ({"grant": "jwt_bearer", "clientId": "w"}, "this grant needs assertion or assertionFile"),
+        ({"assertion": "a", "assertionFile": "/f"}, "give assertion or assertionFile, not both"),
+        (
+            {"grant": "identity_assertion", "clientId": "c", "idToken": "t"},
+            "s.oauth.idpTokenEndpoint: the identity provider's token URL, required",
+        ),
+        (
+            {"grant": "identity_assertion", "clientId": "c", "idpTokenEndpoint": "https://i/t"},
+            "this grant needs idToken or idTokenFile",
+        ),
     ],
 )
 def test_bad_oauth_is_a_clear_error(oauth: object, message: str) -> None:
@@ -83,3 +95,23 @@ def test_secret_references_expand_at_connect_time() -> None:
     assert expanded.oauth.client_secret == "the-value"
     with pytest.raises(InvalidSettings, match=r"s.oauth.clientSecret: environment variable"):
         expand_server("s", config, {})
+
+
+def test_the_tokens_of_grants_without_a_person_are_secrets() -> None:
+    oauth = {
+        "assertion": "workload-jwt-value",
+        "idToken": "${ID_TOKEN}",
+        "idpClientSecret": "idp-secret-3",
+    }
+    masked = masked_entry({"url": URL, "oauth": oauth})["oauth"]
+    assert masked == {
+        "assertion": "********",
+        "idToken": "${ID_TOKEN}",
+        "idpClientSecret": "********",
+    }
+    config = parse_server("s", {"url": URL, "oauth": oauth})
+    found = secret_values(config, {"ID_TOKEN": "id-token-value"})
+    assert {"workload-jwt-value", "id-token-value", "idp-secret-3"} <= set(found)
+    expanded = expand_server("s", config, {"ID_TOKEN": "id-token-value"})
+    assert isinstance(expanded.oauth, OAuthConfig)
+    assert expanded.oauth.id_token == "id-token-value"

@@ -38,15 +38,15 @@ def calls(db: StateDB) -> list[str | None]:
 
 
 async def test_without_the_writer_entries_are_written_at_once(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
     db.record(entry("a"))
-    other = StateDB(tmp_path / "state.db")  # another reader sees it: it is on disk
+    other = StateDB(tmp_path / "state.db").open()  # another reader sees it: it is on disk
     assert calls(other) == ["a"]
 
 
 async def test_the_writer_writes_batches_and_what_is_left_when_it_stops(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
-    disk = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
+    disk = StateDB(tmp_path / "state.db").open()
     async with anyio.create_task_group() as tg:
         await tg.start(partial(db.run_audit_writer, batch_delay=0))
         for i in range(50):  # recorded in one go, as many concurrent calls would
@@ -62,7 +62,7 @@ async def test_the_writer_writes_batches_and_what_is_left_when_it_stops(tmp_path
 
 
 async def test_reading_the_audit_log_includes_what_is_not_written_yet(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
     async with anyio.create_task_group() as tg:
         await tg.start(db.run_audit_writer)
         db.record(entry("fresh"))
@@ -71,17 +71,17 @@ async def test_reading_the_audit_log_includes_what_is_not_written_yet(tmp_path: 
 
 
 async def test_closing_writes_what_is_pending(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
     async with anyio.create_task_group() as tg:
         await tg.start(db.run_audit_writer)
         db.record(entry("pending"))
         db.close()
         tg.cancel_scope.cancel()
-    assert calls(StateDB(tmp_path / "state.db")) == ["pending"]
+    assert calls(StateDB(tmp_path / "state.db").open()) == ["pending"]
 
 
 async def test_the_conversation_cache_follows_every_change(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
     conv = db.create_conversation("c1", ["a"], "request_approval", None)
     assert db.get_conversation("c1") is db.get_conversation("c1")  # served from memory
     db.update_conversation("c1", approval_level="full_access", mcp_servers=["a", "b"])
@@ -96,7 +96,7 @@ async def test_the_conversation_cache_follows_every_change(tmp_path: Path) -> No
 
 
 async def test_a_failing_audit_write_costs_the_batch_not_the_writer(tmp_path: Path) -> None:
-    db = StateDB(tmp_path / "state.db")
+    db = StateDB(tmp_path / "state.db").open()
     async with anyio.create_task_group() as tg:
         await tg.start(partial(db.run_audit_writer, batch_delay=0))
         db._db.execute("PRAGMA query_only = ON")  # fault injection: every write fails now
@@ -105,5 +105,5 @@ async def test_a_failing_audit_write_costs_the_batch_not_the_writer(tmp_path: Pa
         db._db.execute("PRAGMA query_only = OFF")
         db.record(entry("kept"))
         await anyio.lowlevel.checkpoint()
-        assert calls(StateDB(tmp_path / "state.db")) == ["kept"]
+        assert calls(StateDB(tmp_path / "state.db").open()) == ["kept"]
         tg.cancel_scope.cancel()

@@ -30,6 +30,7 @@ __all__ = [
     "McpOptionsParams",
     "NameParams",
     "NoParams",
+    "PrepareParams",
     "PresetParams",
     "ReadResourceParams",
     "RenameParams",
@@ -165,6 +166,10 @@ class UpdateConversationParams(_Params):
     approval_level: ApprovalLevel | None = None
     roots: list[str] | None = None
     preset: str | msgspec.UnsetType | None = msgspec.UNSET  # null: detach the preset
+
+
+class PrepareParams(_Params):
+    conversation_id: str
 
 
 class BeginParams(_Params):

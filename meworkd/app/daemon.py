@@ -1,9 +1,9 @@
 """The composition root: builds the services, owns the task tree, signals and shutdown order.
 
-The Daemon is the only place that builds things: the services, the method table over them (in
-``__init__``, so that ``Daemon(paths).methods`` exists without running), the RPC server. What
-exists only while it runs (the state database, the turns) handlers reach through
-``Services.live()``, which :class:`DaemonState` decides.
+The Daemon is the only place that builds things: the core's façades, the method table over them
+(in ``__init__``, so that ``Daemon(paths).methods`` exists without running), the RPC server.
+Everything is built here, each part after the parts it needs; ``run`` opens what touches the
+disk (the settings file, the state database) and closes it.
 
 Task tree::
 
@@ -17,6 +17,7 @@ import signal
 import time
 from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 import anyio
 from anyio.abc import SocketListener, TaskStatus
@@ -25,20 +26,22 @@ from meworkd import __version__
 from meworkd.app import systemd
 from meworkd.app.instance import InstanceLock, prepare_socket_dir, prepare_state_dir
 from meworkd.app.paths import Paths
-from meworkd.base.errors import NotFound, ShuttingDown
 from meworkd.base.events import EventBus
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
-from meworkd.core.audit import AuditEntry
+from meworkd.core.conversations import Conversations
+from meworkd.core.health import settings_state
 from meworkd.core.inspect import Inventory
 from meworkd.core.listings import ListFollower
 from meworkd.core.serverlogs import ServerLogs
+from meworkd.core.servers import Servers
+from meworkd.core.settingsfile import SettingsFile
 from meworkd.core.state import StateDB
 from meworkd.core.turns import Turns
 from meworkd.mcp import AuthRegistry, PidLedger, SessionPool
-from meworkd.rpc.api import Live, Services, build_table
+from meworkd.rpc.api import Services, build_table
 from meworkd.rpc.dispatch import Dispatcher
 from meworkd.rpc.server import RpcServer
 from meworkd.settings import Settings, SettingsDiff, secret_values
@@ -70,67 +73,71 @@ class Daemon:
         self.environ = dict(os.environ if environ is None else environ)
         self.redactor = redactor or Redactor()
         self.bus = EventBus()
+        # Each is built once its parts exist, in order; nothing is set on one afterwards.
         self.store = SettingsStore(paths.settings, self.bus)
         self.store.add_listener(self._on_settings)
+        self.state_db = StateDB(paths.database)  # opened by run()
         self.logs = ServerLogs(self.bus, self.redactor.redact)
         self.ledger = PidLedger(paths.pid_ledger, owner=str(paths.socket))
-        self.auth = AuthRegistry(
-            paths.state_dir,
-            self.bus,
-            self.environ,
-            on_tokens=lambda: self._refresh_secrets(self.store.settings),
-        )
+        self.auth = AuthRegistry(paths.state_dir, self.bus, self.environ, on_tokens=self._tokens)
+        self.inventory = Inventory()
+        self.lists = ListFollower(self.bus, self.inventory)
         self.asks = ServerAsks(
-            self.bus, self.store, self.logs, self._roots, audit=self._audit_question
+            self.bus, self.store, self.logs, self.state_db, self.lists, self.redactor.redact_value
         )
         self.pool = SessionPool(
             self.environ, self.logs.writer, self.ledger, self.bus, self.auth, host=self.asks
         )
-        self.approvals = Approvals(self.bus, self.redactor.redact)
-        self.inventory = Inventory()
-        self.lists = ListFollower(self.bus, self.pool, self.inventory)
-        self.asks.lists_changed = self.lists.changed
-        self.state = DaemonState.CREATED
-        self._live: Live | None = None
-        self.started_at = time.monotonic()
-        self.services = Services(
-            store=self.store,
-            pool=self.pool,
-            auth=self.auth,
-            approvals=self.approvals,
-            asks=self.asks,
-            logs=self.logs,
-            redactor=self.redactor,
-            paths=paths,
-            connections=lambda: self.rpc.connections,
-            uptime=self.uptime,
-            shutdown=self.request_shutdown,
-            live=self.live,
+        self.approvals = Approvals(self.bus, self.store, self.redactor)
+        self.turns = Turns(
+            self.store,
+            self.pool,
+            self.approvals,
+            self.state_db,
+            self.bus,
+            self.redactor.redact_value,
+            self.asks,
             inventory=self.inventory,
         )
+        self.services = self._services()
         self.methods = build_table(self.services)
         self.rpc = RpcServer(
             Dispatcher(self.methods), self.bus, redact_events=self.redactor.redact_value
         )
+        self.state = DaemonState.CREATED
+        self.started_at = time.monotonic()
         self._stop = anyio.Event()
         self._notifier = systemd.Notifier()
 
+    def _services(self) -> Services:
+        """The core's façades, as the method handlers see them."""
+        return Services(
+            daemon=self,
+            settings=SettingsFile(self.store),
+            servers=Servers(
+                self.store,
+                self.pool,
+                self.auth,
+                self.logs,
+                self.inventory,
+                self.state_db,
+                self.redactor.redact_value,
+                self.environ,
+            ),
+            conversations=Conversations(
+                self.store,
+                self.pool,
+                self.state_db,
+                self.turns,
+                self.approvals,
+                self.redactor.redact_value,
+            ),
+            turns=self.turns,
+            approvals=self.approvals,
+            asks=self.asks,
+        )
+
     # --- lifecycle -------------------------------------------------------------------------
-
-    def _roots(self, conversation_id: str) -> list[dict[str, str]]:
-        live = self._live
-        if live is None:
-            return []
-        try:
-            return live.state.get_conversation(conversation_id).root_list()
-        except NotFound:
-            return []
-
-    def _audit_question(self, entry: AuditEntry) -> None:
-        # A question is asked only while the daemon runs, its state database open.
-        live = self._live
-        if live is not None:
-            live.state.record(entry)
 
     def request_shutdown(self) -> None:
         self._stop.set()
@@ -140,22 +147,13 @@ class Daemon:
         prepare_state_dir(self.paths.state_dir)
         lock = InstanceLock(self.paths.lock)
         lock.acquire(self.paths.socket)  # raises AlreadyRunning before anything is touched
-        db: StateDB | None = None
         try:
             self.ledger.reap_leftovers()
             self.store.open()
-            db = StateDB(self.paths.database)
-            turns = Turns(
-                self.store,
-                self.pool,
-                self.approvals,
-                db,
-                self.bus,
-                self.redactor.redact_value,
-                self.asks,
-                inventory=self.inventory,
-            )
-            self._live, self.state = Live(db, turns), DaemonState.RUNNING
+            self.state_db.open()
+            # No turn of an earlier run survives it: what it left unfinished was cut off.
+            self.state_db.mark_interrupted()
+            self.state = DaemonState.RUNNING
             self._refresh_secrets(self.store.settings)
             listener, owns_socket = await self._listener()
             try:
@@ -166,9 +164,8 @@ class Daemon:
                 if owns_socket:
                     self.paths.socket.unlink(missing_ok=True)
         finally:
-            self.state, self._live = DaemonState.STOPPED, None
-            if db is not None:
-                db.close()
+            self.state = DaemonState.STOPPED
+            self.state_db.close()
             self._notifier.close()
             lock.release()
             log.info("daemon.stopped")
@@ -186,8 +183,8 @@ class Daemon:
             await backend.start(self.store.watch)
             await backend.start(self.auth.run)
             await backend.start(self.pool.run, self.store.settings)
-            await backend.start(self.live().state.run_audit_writer)
-            await backend.start(self.lists.run)
+            await backend.start(self.state_db.run_audit_writer)
+            await backend.start(self.lists.run, self.pool)
             backend.start_soon(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)
@@ -239,17 +236,42 @@ class Daemon:
         running = [session.closed for session in self.pool.sessions]
         self.redactor.update(secrets, retire_when=lambda: all(c.is_set() for c in running))
 
+    def _tokens(self) -> None:
+        self._refresh_secrets(self.store.settings)  # OAuth tokens came or went
+
     # --- views -----------------------------------------------------------------------------
 
-    def status_line(self) -> str:
-        counts = self.services.counts()
-        return f"{counts.servers} servers ({counts.enabled} enabled), {counts.sessions} sessions"
+    def counts(self) -> tuple[int, int, int]:
+        """Servers configured, enabled, and sessions open (daemon.status, the systemd status)."""
+        servers = self.store.settings.servers
+        enabled = sum(1 for c in servers.values() if c.enabled)
+        return len(servers), enabled, len(self.pool.sessions)
 
-    def live(self) -> Live:
-        """The state database and the turns, while running (also while requests finish)."""
-        if self.state not in (DaemonState.RUNNING, DaemonState.STOPPING) or self._live is None:
-            raise ShuttingDown("meworkd is not running")
-        return self._live
+    def status_line(self) -> str:
+        servers, enabled, sessions = self.counts()
+        return f"{servers} servers ({enabled} enabled), {sessions} sessions"
+
+    def status(self) -> dict[str, Any]:
+        """daemon.status: what runs, where its files are, and the settings file's state."""
+        servers, enabled, sessions = self.counts()
+        health = settings_state(self.store)
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptimeSeconds": round(self.uptime(), 3),
+            "settingsPath": str(self.paths.settings),
+            "socketPath": str(self.paths.socket),
+            "stateDir": str(self.paths.state_dir),
+            "servers": servers,
+            "serversEnabled": enabled,
+            "sessions": sessions,
+            "conversations": self.state_db.conversation_count(),
+            "turns": self.turns.active,
+            "connections": self.rpc.connections,
+            "settingsError": health["error"],
+            "settingsWarnings": health["warnings"],
+            "settings": health,
+        }
 
     def uptime(self) -> float:
         return time.monotonic() - self.started_at

@@ -18,12 +18,14 @@ from mework_protocol.audit import ELICITATION_METHOD, SAMPLING_METHOD
 
 from meworkd.base.errors import InvalidParams, NotFound
 from meworkd.base.events import EventBus
-from meworkd.core.audit import AuditEntry, question_entry
+from meworkd.core.audit import question_entry
 from meworkd.core.formschema import complete_answer, schema_problem
-from meworkd.core.inflight import CallSlot, InFlight
+from meworkd.core.inflight import InFlight, Running
+from meworkd.core.listings import ListFollower
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
-from meworkd.core.replies import arguments_digest
+from meworkd.core.replies import Redact, arguments_digest
 from meworkd.core.serverlogs import ServerLogs
+from meworkd.core.state import StateDB
 from meworkd.mcp import AskOrigin
 from meworkd.settings.store import SettingsStore
 
@@ -94,7 +96,7 @@ _BY = {
 NOBODY_WATCHING = "no frontend was watching"
 # A question whose asking was itself cancelled (its session closed): on record all the same.
 SESSION_ENDED = {"reason": "the session ended while it waited", "by": "cancelled"}
-Found = tuple[CallSlot | None, list[CallSlot]]  # the call that asks, or the calls that may
+Found = tuple[Running | None, list[Running]]  # the call that asks, or the calls that may
 
 
 def _refusal(message: str, by: str = "user") -> dict[str, Any]:
@@ -113,18 +115,17 @@ class ServerAsks:
         bus: EventBus,
         store: SettingsStore,
         logs: ServerLogs,
-        roots_of: Callable[[str], list[dict[str, str]]] = lambda _c: [],
-        *,
-        audit: Callable[[AuditEntry], None] | None = None,
+        state: StateDB,
+        lists: ListFollower,
+        redact: Redact = lambda value: value,
     ) -> None:
-        self._audit = audit  # where each question's outcome is recorded
         self._bus = bus
         self._store = store
         self._logs = logs
-        self._roots_of = roots_of
+        self._state = state  # the conversations' roots; each question's outcome on record
+        self._lists = lists  # follows a server's list_changed
+        self._redact = redact  # what waits is listed redacted, like the events that announced it
         self.inflight = InFlight()
-        # Who follows a server's list_changed (set by the composition root); else announced.
-        self.lists_changed: Callable[[str, str | None, str], None] | None = None
         self._elicitations = PromptBroker(bus, ELICITATIONS)
         self._sampling = PromptBroker(bus, SAMPLING)
 
@@ -148,7 +149,7 @@ class ServerAsks:
         where: dict[str, Any] = {"origin": "tool_call" if slot else "background"}
         if slot is None and maybe:
             # Several calls in flight on the session (stdio cannot tell which one asks).
-            where["inFlight"] = [s.call_id for s in maybe]
+            where["inFlight"] = [s.call.call_id for s in maybe]
         details = {"server": origin.server, **where, **details}
         # Whichever call it is, its own timeout must not run out while the person answers.
         for candidate in maybe:
@@ -174,8 +175,8 @@ class ServerAsks:
         started: float,
     ) -> None:
         """Put a question's outcome on the audit record (never the answer's content)."""
-        if self._audit is None:
-            return
+        if not self._state.is_open:
+            return  # a question is asked only while the daemon runs; this one outlived it
         subject = _subject(origin, *found)
         error = answer.get("error")
         if isinstance(error, dict):
@@ -195,7 +196,7 @@ class ServerAsks:
             reason=reason if isinstance(reason, str) else None,
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )
-        self._audit(entry)
+        self._state.record(entry)
 
     # --- elicitation ---------------------------------------------------------------------
 
@@ -251,6 +252,10 @@ class ServerAsks:
     def elicitations(self) -> list[dict[str, Any]]:
         return self._elicitations.open_questions()
 
+    def pending_elicitations(self) -> dict[str, Any]:
+        """elicitations.list: the forms and URLs waiting for a person (redacted)."""
+        return {"elicitations": self._redact(self.elicitations())}
+
     # --- sampling ------------------------------------------------------------------------
 
     async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
@@ -301,18 +306,22 @@ class ServerAsks:
     def sampling_requests(self) -> list[dict[str, Any]]:
         return self._sampling.open_questions()
 
+    def pending_sampling(self) -> dict[str, Any]:
+        """sampling.list: the completions waiting for a frontend (redacted)."""
+        return {"requests": self._redact(self.sampling_requests())}
+
     # --- roots, logs, notices, lifecycle -------------------------------------------------
 
     def roots(self, conversation: str | None) -> list[dict[str, str]]:
-        return self._roots_of(conversation) if conversation else []
+        return self._state.roots_of(conversation) if conversation else []
 
     def log(self, origin: AskOrigin, level: str, logger: str | None, data: Any) -> None:
         text = data if isinstance(data, str) else json.dumps(data, default=str)
         self._logs.message(origin.server, origin.conversation, level, logger, text)
 
     def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None:
-        if topic == "server.changed" and self.lists_changed is not None:
-            self.lists_changed(origin.server, origin.conversation, str(data.get("list")))
+        if topic == "server.changed":
+            self._lists.changed(origin.server, origin.conversation, str(data.get("list")))
             return
         self._bus.publish(
             topic, {"server": origin.server, "conversationId": origin.conversation, **data}
@@ -328,10 +337,10 @@ class ServerAsks:
         self._sampling.stop(lambda why: _refusal(_WHY[why], _BY[why]))
 
 
-def _subject(origin: AskOrigin, slot: CallSlot | None, maybe: list[CallSlot]) -> Subject:
+def _subject(origin: AskOrigin, slot: Running | None, maybe: list[Running]) -> Subject:
     if slot is not None:
-        return Subject(slot.conversation_id, slot.turn_id, slot.call_id)
-    turns = {s.turn_id for s in maybe}
+        return Subject(slot.call.conversation_id, slot.call.turn_id, slot.call.call_id)
+    turns = {s.call.turn_id for s in maybe}
     # Several calls of one turn: the turn is known (ending it ends the question), the call not.
     return Subject(origin.conversation, turns.pop() if len(turns) == 1 else None, None)
 

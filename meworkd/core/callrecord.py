@@ -9,7 +9,6 @@ or the reply, only the arguments' digest.
 """
 
 import time
-from typing import NamedTuple
 
 from meworkd.base.clock import wire_time
 from meworkd.base.events import EventBus
@@ -17,20 +16,9 @@ from meworkd.core.approvals.gate import Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.audit import AuditEntry, audit_view
 from meworkd.core.state import StateDB
+from meworkd.core.toolcall import ToolCall
 
-__all__ = ["CallFields", "CallRecord"]
-
-
-class CallFields(NamedTuple):
-    """What identifies a call on record (a made-up name has no server or tool: "")."""
-
-    conversation_id: str
-    turn_id: str
-    call_id: str
-    server: str
-    tool: str
-    name: str
-    arguments_digest: str
+__all__ = ["CallRecord"]
 
 
 class CallRecord:
@@ -40,7 +28,7 @@ class CallRecord:
     keeps who allowed it).
     """
 
-    def __init__(self, db: StateDB, bus: EventBus, fields: CallFields) -> None:
+    def __init__(self, db: StateDB, bus: EventBus, call: ToolCall) -> None:
         """Put the call on record now and announce it.
 
         Raises:
@@ -48,22 +36,22 @@ class CallRecord:
         """
         self._db = db
         self._bus = bus
-        self.fields = fields
+        self.call = call
         self._started = time.monotonic()
         self.time = wire_time()
-        self.id = db.record_request(*fields, at=self.time)
+        self.id = db.record_request(*call, at=self.time)
         self.allowed: Decision | None = None
         self.finished = False
         bus.publish(
             "call.started",
             {
-                "conversationId": fields.conversation_id,
-                "turnId": fields.turn_id,
-                "callId": fields.call_id,
-                "server": fields.server,
-                "tool": fields.tool,
-                "name": fields.name,
-                "argumentsDigest": fields.arguments_digest,
+                "conversationId": call.conversation_id,
+                "turnId": call.turn_id,
+                "callId": call.call_id,
+                "server": call.server,
+                "tool": call.tool,
+                "name": call.name,
+                "argumentsDigest": call.arguments_digest,
                 "time": self.time,
             },
         )
@@ -82,7 +70,7 @@ class CallRecord:
             return
         self.finished = True
         entry = AuditEntry(
-            *self.fields,  # CallFields is AuditEntry's leading fields, in order
+            *self.call,  # ToolCall is AuditEntry's leading fields, in order
             decision=decision,
             decided_by=decided_by.value,
             reason=reason,

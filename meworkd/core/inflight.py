@@ -2,39 +2,30 @@
 
 A question arrives on a session, not on a call: the only call in flight on that (conversation,
 server) is taken to be the one asking; with several it is unknown (the ``CURRENT_CALL`` a
-callback sees may be another call's, on stdio), and all of them are held. Each slot holds
-its call's clock, stopped while a question bound to the call waits for a person.
+callback sees may be another call's, on stdio), and all of them are held. Each call in flight
+holds its clock, stopped while a question bound to the call waits for a person.
 """
 
 from contextvars import Token
-from dataclasses import dataclass
 from types import TracebackType
 
+from meworkd.core.toolcall import ToolCall
 from meworkd.mcp import CURRENT_CALL, CallClock
 
-__all__ = ["CallSlot", "InFlight"]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CallSlot:
-    conversation_id: str
-    server: str
-    turn_id: str
-    call_id: str
-    clock: CallClock
+__all__ = ["InFlight", "Running"]
 
 
 class InFlight:
     def __init__(self) -> None:
-        self._slots: dict[tuple[str, str], list[CallSlot]] = {}
+        self._slots: dict[tuple[str, str], list[Running]] = {}
 
-    def running(self, slot: CallSlot) -> "_Running":
-        """``slot`` is in flight (and the current call of this task) inside the ``with`` block."""
-        return _Running(self._slots, slot)
+    def running(self, call: ToolCall, clock: CallClock) -> "Running":
+        """``call`` is in flight (and the current call of this task) inside the ``with`` block."""
+        return Running(self._slots, call, clock)
 
     def find(
         self, conversation_id: str | None, server: str, current: object
-    ) -> tuple[CallSlot | None, list[CallSlot]]:
+    ) -> tuple["Running | None", list["Running"]]:
         """The call a question belongs to, and every call it may belong to.
 
         With one call in flight on the session it is that one. With several, the current call
@@ -46,25 +37,29 @@ class InFlight:
         slots = list(self._slots.get((conversation_id or "", server), []))
         if len(slots) == 1:
             return slots[0], slots
-        if not slots and isinstance(current, CallSlot):
+        if not slots and isinstance(current, Running):
             return current, [current]
         return None, slots
 
 
-class _Running:
-    """The ``with`` block of :meth:`InFlight.running` (a class, not a generator: bench B1)."""
+class Running:
+    """A call in flight with its clock: the ``with`` block of :meth:`InFlight.running` (a
+    class, not a generator: bench B1), and the current call a server's callback sees."""
 
-    __slots__ = ("_key", "_slot", "_slots", "_token")
+    __slots__ = ("_key", "_slots", "_token", "call", "clock")
 
-    def __init__(self, slots: dict[tuple[str, str], list[CallSlot]], slot: CallSlot) -> None:
+    def __init__(
+        self, slots: dict[tuple[str, str], list["Running"]], call: ToolCall, clock: CallClock
+    ) -> None:
+        self.call = call
+        self.clock = clock
         self._slots = slots
-        self._slot = slot
-        self._key = (slot.conversation_id, slot.server)
+        self._key = (call.conversation_id, call.server)
         self._token: Token[object] | None = None
 
     def __enter__(self) -> None:
-        self._slots.setdefault(self._key, []).append(self._slot)
-        self._token = CURRENT_CALL.set(self._slot)
+        self._slots.setdefault(self._key, []).append(self)
+        self._token = CURRENT_CALL.set(self)
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
@@ -72,6 +67,6 @@ class _Running:
         if self._token is not None:
             CURRENT_CALL.reset(self._token)
         slots = self._slots[self._key]
-        slots.remove(self._slot)
+        slots.remove(self)
         if not slots:
             del self._slots[self._key]

@@ -48,10 +48,12 @@ REQUESTS: dict[str, InspectionRequest[Any]] = {
 class ListFollower:
     """Asks a session's list again when its server says it changed, then tells frontends."""
 
-    def __init__(self, bus: EventBus, pool: SessionPool, inventory: Inventory) -> None:
+    def __init__(self, bus: EventBus, inventory: Inventory) -> None:
         self._bus = bus
-        self._pool = pool
         self._inventory = inventory
+        # The pool whose sessions are asked, while run() runs: the pool is built after this
+        # (its host, ServerAsks, reports list changes here), so it is given to run().
+        self._pool: SessionPool | None = None
         self._pending: dict[Key, None] = {}  # announced, not yet asked (in order, once each)
         self._busy: set[Key] = set()  # being asked now
         self._wake = anyio.Event()
@@ -66,11 +68,13 @@ class ListFollower:
         self._pending[key] = None
         self._wake.set()
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Ask the announced lists until cancelled (each asking bounded by its server's
-        timeout)."""
+    async def run(
+        self, pool: SessionPool, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Ask the announced lists on ``pool``'s sessions until cancelled (each asking bounded
+        by its server's timeout)."""
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self._tg, self._pool = tg, pool
             task_status.started()
             try:
                 while True:
@@ -81,7 +85,7 @@ class ListFollower:
                         self._busy.add(key)
                         tg.start_soon(self._follow, key)
             finally:
-                self._tg = None
+                self._tg = self._pool = None
 
     async def _follow(self, key: Key) -> None:
         try:
@@ -108,7 +112,7 @@ class ListFollower:
         self._inventory.record(server, "changed", sections)
 
     def _live_session(self, server: str, conversation: str | None) -> McpSession | None:
-        for session in self._pool.sessions:
+        for session in self._pool.sessions if self._pool else []:
             if session.server == server and session.conversation == conversation:
                 return session if session.alive else None
         return None

@@ -1,7 +1,9 @@
 """The state database (SQLite in the state dir): conversations and the tool-call audit log.
 
 Queries are tiny and local, so they run on the event loop; WAL keeps writes cheap and readers
-unblocked, and the schema is versioned with ``user_version``. Conversations are cached in memory
+unblocked, and the schema is versioned with ``user_version``. A :class:`StateDB` is built with
+the daemon and opened when it runs; closed (before it opens, after it closes) its queries raise
+``ShuttingDown``. Conversations are cached in memory
 (this process is the database's only writer). The audit log's methods are
 :class:`meworkd.core.audit.AuditLog`'s.
 """
@@ -18,7 +20,7 @@ import msgspec
 from mework_protocol.levels import DEFAULT_APPROVAL_LEVEL, ApprovalLevel
 
 from meworkd.base.clock import wire_time
-from meworkd.base.errors import ConflictError, ConversationNotFound
+from meworkd.base.errors import ConflictError, ConversationNotFound, NotFound, ShuttingDown
 from meworkd.base.log import get_logger
 from meworkd.core.audit import AuditEntry, AuditLog
 from meworkd.core.dbfile import DatabaseDamaged, open_database
@@ -102,17 +104,41 @@ class Conversation:
         }
 
 
+class _Closed:
+    """The connection of a database not open: any use says meworkd is not running."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ShuttingDown("meworkd is not running")
+
+
+_CLOSED = cast(sqlite3.Connection, _Closed())
+
+
 class StateDB(AuditLog):
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = open_database(path, _prepare)  # a damaged file is moved aside, not fatal
+        # Not a flag checked per query: the call path reads no more than it did (bench B1).
+        self._db = _CLOSED
         self._conversations: dict[str, Conversation] = {}
         self._audit_pending: list[tuple[float, AuditEntry]] = []
         self._audit_wake: anyio.Event | None = None  # set while run_audit_writer runs
 
+    def open(self) -> "StateDB":
+        """Open the file (a damaged one is moved aside and replaced, not fatal)."""
+        if self._db is _CLOSED:
+            self._db = open_database(self.path, _prepare)
+        return self
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not _CLOSED
+
     def close(self) -> None:
+        if self._db is _CLOSED:
+            return
         self.flush_audit()
         self._db.close()
+        self._db = _CLOSED
 
     # --- conversations -------------------------------------------------------------------
 
@@ -209,6 +235,13 @@ class StateDB(AuditLog):
 
     def conversation_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM conversations").fetchone()[0])
+
+    def roots_of(self, conversation_id: str) -> list[dict[str, str]]:
+        """The conversation's roots as ``roots/list`` answers them; none while closed or unknown."""
+        try:
+            return self.get_conversation(conversation_id).root_list()
+        except (NotFound, ShuttingDown):
+            return []
 
     def replace_server_in_selections(self, old: str, new: str | None) -> list[str]:
         """Rename (or, with ``new`` None, drop) a server in every selection; the ids touched."""

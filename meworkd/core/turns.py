@@ -20,11 +20,11 @@ from meworkd.base.clock import wire_time
 from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.approvals.gate import Approvals, CallContext, Decision
+from meworkd.core.approvals.gate import Approvals, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
-from meworkd.core.callrecord import CallFields, CallRecord
-from meworkd.core.callrun import CallRunner, CallSite
+from meworkd.core.callrecord import CallRecord
+from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
     Binding,
     bind,
@@ -38,6 +38,7 @@ from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
+from meworkd.core.toolcall import ToolCall
 from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -83,8 +84,6 @@ class Turns:
         self._runner = CallRunner(pool, bus, asks)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
-        # No turn of an earlier run survives it: what it left unfinished was cut off.
-        db.mark_interrupted()
 
     # --- begin ---------------------------------------------------------------------------
 
@@ -113,7 +112,8 @@ class Turns:
                 server=failure["server"],
                 reason=failure["reason"],
             )
-        return {
+        # Failure reasons and tool descriptions come from servers and may quote a secret.
+        reply = {
             "turnId": turn.id,
             "tools": tools,
             "bindings": {
@@ -123,6 +123,7 @@ class Turns:
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
             "failures": failures,
         }
+        return self._redact(reply)  # type: ignore[return-value]
 
     async def _discover(
         self,
@@ -168,7 +169,7 @@ class Turns:
             # Refused, not run: the second call would take over the first one's cancel scope.
             raise DuplicateCallId(turn.id, call_id)
         binding = turn.bindings.get(name)
-        fields = CallFields(
+        call = ToolCall(
             turn.conversation_id,
             turn.id,
             call_id,
@@ -178,7 +179,7 @@ class Turns:
             arguments_digest(arguments),
         )
         # Durable before anything is asked or sent; AuditUnavailable refuses the call.
-        record = CallRecord(self._db, self._bus, fields)
+        record = CallRecord(self._db, self._bus, call)
         try:
             if binding is None:
                 # The model made up a name: it gets a readable answer, the audit a denied call.
@@ -187,28 +188,23 @@ class Turns:
                 return self._wire(
                     error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
                 )
-            return await self._call(turn, name, binding, arguments, record)
+            return await self._call(turn, binding, arguments, record)
         finally:
             # Only a cancellation from outside gets here unfinished: the daemon stopping
             # past its grace. The call still gets its one outcome (and call.finished).
             record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
     async def _call(
-        self,
-        turn: Turn,
-        name: str,
-        binding: Binding,
-        arguments: dict[str, Any],
-        record: CallRecord,
+        self, turn: Turn, binding: Binding, arguments: dict[str, Any], record: CallRecord
     ) -> msgspec.Raw:
-        call_id = record.fields.call_id
+        call_id = record.call.call_id
         # One cancel scope for the whole call: the turn's cancel and, while the request is
         # out, the server's timeout (bench B1: a scope costs as much as a small method).
         clock = CallClock()
         with clock.scope:
             turn.calls[call_id] = clock
             try:
-                outcome = await self._run(turn, name, binding, arguments, record, clock)
+                outcome = await self._run(turn, binding, arguments, record, clock)
             except Exception as exc:
                 # Its requested record gets an outcome now, not "interrupted" at the next start.
                 reason = exc.message if isinstance(exc, MeworkError) else "internal error"
@@ -238,30 +234,31 @@ class Turns:
     async def _run(
         self,
         turn: Turn,
-        name: str,
         binding: Binding,
         arguments: dict[str, Any],
         record: CallRecord,
         clock: CallClock,
     ) -> tuple[Decision, dict[str, Any], int]:
         """Decide the call under the policy of now, then make it: (decision, result, limit)."""
-        call_id = record.fields.call_id
-        checked = await self._current(turn, name, binding)
+        call = record.call
+        checked = await self._current(turn, call.name, binding)
         if isinstance(checked, Decision):
             return checked, error_result(checked.reason or ""), 0
         current, decide_with = checked
-        decision = await self._authorize(turn, current, name, arguments, call_id, decide_with)
+        level = self._db.get_conversation(turn.conversation_id).approval_level
+        decision = await self._approvals.authorize(
+            call, arguments, level, decide_with, requires_user=current.requires_user
+        )
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
         record.allowed = decision
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
-        checked = await self._current(turn, name, current)
+        checked = await self._current(turn, call.name, current)
         if isinstance(checked, Decision):
             return checked, error_result(checked.reason or ""), 0
-        again, call_with = checked
-        site = CallSite(turn.conversation_id, turn.id, call_id)
-        result = await self._runner.run(site, again, arguments, call_with, clock)
+        _again, call_with = checked
+        result = await self._runner.run(call, arguments, call_with, clock)
         return decision, result, call_with.mcp.max_reply_bytes
 
     async def _current(
@@ -294,31 +291,6 @@ class Turns:
         if gone is None:
             return binding, settings
         return Decision(False, DecidedBy.POLICY, gone)
-
-    async def _authorize(
-        self,
-        turn: Turn,
-        binding: Binding,
-        name: str,
-        arguments: dict[str, Any],
-        call_id: str,
-        decide_with: Settings,
-    ) -> Decision:
-        conversation = self._db.get_conversation(turn.conversation_id)
-        return await self._approvals.authorize(
-            CallContext(
-                conversation_id=turn.conversation_id,
-                turn_id=turn.id,
-                call_id=call_id,
-                name=name,
-                server=binding.server,
-                tool=binding.tool,
-                arguments=arguments,
-                level=conversation.approval_level,
-                requires_user=binding.requires_user,
-            ),
-            decide_with,
-        )
 
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)

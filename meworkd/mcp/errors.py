@@ -39,6 +39,7 @@ __all__ = [
     "invalid_listing",
     "is_session_forgotten",
     "leaf",
+    "login_needed",
     "server_error_text",
     "startup_failure",
     "talk_failure",
@@ -184,10 +185,9 @@ def startup_failure(
             "supported: use the server's Streamable HTTP endpoint instead (often the same "
             "address ending in /mcp instead of /sse)"
         )
+    if _answered_401(inner, http, config):
+        return "auth_required", LOGIN_NEEDED  # an OAuth server without a (valid) login
     if reason == "protocol_error" and http is not None and http.last is not None:
-        if http.last[0] == 401 and uses_oauth(config):
-            # An OAuth server without a (valid) login: servers.login fixes it (issue 16).
-            return "auth_required", "the server needs a login (servers.login)"
         # The SDK reports an HTTP error status as a bare JSON-RPC error; say what it was.
         status, body = http.last
         text = clip_redacted(body, HTTP_ERROR_TEXT, secrets)
@@ -195,6 +195,26 @@ def startup_failure(
             f": {text}" if text else ""
         )
     return reason, message
+
+
+LOGIN_NEEDED = "the server needs a login (servers.login)"
+
+
+def _answered_401(exc: BaseException, http: HttpErrors | None, config: ServerConfig) -> bool:
+    last = http.last if http is not None else None
+    return isinstance(exc, MCPError) and last is not None and last[0] == 401 and uses_oauth(config)
+
+
+def login_needed(
+    exc: BaseException, server: str, config: ServerConfig, http: HttpErrors | None
+) -> TalkFailed | None:
+    """A request of a live session that an OAuth server answered 401 (the login could not be
+    refreshed): whichever request met it, the handshake, a listing or a call, a login is what
+    it needs, and it is ``auth_required`` like a session that could not start."""
+    if not _answered_401(leaf(exc), http, config):
+        return None
+    text = f"The MCP server {server} needs a login; the user can log in and ask again."
+    return TalkFailed(LOGIN_NEEDED, reason="auth_required", call_text=text)
 
 
 def _answers_as_legacy_sse(reason: str, config: ServerConfig, http: HttpErrors | None) -> bool:

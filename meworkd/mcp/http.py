@@ -94,6 +94,8 @@ async def open_http(
         if response.status_code == 405 and response.request.method == "POST":
             errors.legacy_sse = True
         if response.status_code < 400:
+            if response.request.method == "POST":
+                errors.last = None  # answered: an earlier error says nothing about what follows
             return
         text = ""
         size = response.headers.get("content-length", "")

@@ -25,7 +25,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
 from meworkd.mcp.asks import ServerAsksHost
 from meworkd.mcp.auth import AuthRegistry
-from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, talk_failure
+from meworkd.mcp.errors import TALK_ERRORS, is_session_forgotten, login_needed, talk_failure
 from meworkd.mcp.ledger import PidLedger
 from meworkd.mcp.session import McpSession
 from meworkd.mcp.status import ServerStatus
@@ -212,6 +212,8 @@ class SessionPool:
             async with session.lease() as client:
                 return await use(client)
         except TALK_ERRORS as exc:
+            if (needs_login := login_needed(exc, server, config, session.http)) is not None:
+                raise needs_login from None
             if not is_session_forgotten(exc, session.http):
                 raise
             log.info("session.forgotten", server=server, conversation=conversation)

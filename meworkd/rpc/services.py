@@ -1,70 +1,36 @@
-"""What RPC handlers may use: the services the composition root built, handed over as one value.
+"""What RPC handlers may use: the core's façades the composition root built, as one value.
 
 Handlers see this, never the daemon object: the daemon builds a :class:`Services` and the method
-table from it, so no rpc module imports ``meworkd.app`` (the layers run app > rpc > core).
+table from it, so no rpc module imports ``meworkd.app`` (the layers run app > rpc > core), and
+the settings and MCP layers are reached only through the core.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, Protocol
 
-from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
-from meworkd.core.inspect import Inventory
-from meworkd.core.serverlogs import ServerLogs
-from meworkd.core.state import StateDB
+from meworkd.core.conversations import Conversations
+from meworkd.core.servers import Servers
+from meworkd.core.settingsfile import SettingsFile
 from meworkd.core.turns import Turns
-from meworkd.mcp import AuthRegistry
-from meworkd.mcp.pool import SessionPool
-from meworkd.settings.store import SettingsStore
 
-__all__ = ["Counts", "Live", "Locations", "Services"]
+__all__ = ["DaemonControl", "Services"]
 
 
-class Locations(Protocol):
-    """The daemon's files, as ``daemon.status`` reports them."""
+class DaemonControl(Protocol):
+    """The daemon itself, as daemon.status and daemon.shutdown see it."""
 
-    @property
-    def settings(self) -> Path: ...
-    @property
-    def socket(self) -> Path: ...
-    @property
-    def state_dir(self) -> Path: ...
-
-
-class Live(NamedTuple):
-    """What exists only while the daemon runs: the state database and the turns on it."""
-
-    state: StateDB
-    turns: Turns
-
-
-class Counts(NamedTuple):
-    servers: int
-    enabled: int
-    sessions: int
+    def status(self) -> dict[str, Any]: ...
+    def request_shutdown(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
-    store: SettingsStore
-    pool: SessionPool
-    auth: AuthRegistry
-    approvals: Approvals
-    asks: ServerAsks
-    logs: ServerLogs
-    redactor: Redactor
-    paths: Locations
-    connections: Callable[[], int]  # open RPC connections
-    uptime: Callable[[], float]  # seconds
-    shutdown: Callable[[], None]  # ask the daemon to stop
-    live: Callable[[], Live]  # raises ShuttingDown unless the daemon is running
-    inventory: Inventory  # what each server last reported (servers.tools)
-
-    def counts(self) -> Counts:
-        """Servers configured, enabled, and sessions open (daemon.status, the systemd status)."""
-        servers = self.store.settings.servers
-        enabled = sum(1 for c in servers.values() if c.enabled)
-        return Counts(len(servers), enabled, len(self.pool.sessions))
+    daemon: DaemonControl
+    settings: SettingsFile  # settings.*, presets.*
+    servers: Servers  # servers.*
+    conversations: Conversations  # conversations.*, audit.list
+    turns: Turns  # turns.*
+    approvals: Approvals  # approvals.*
+    asks: ServerAsks  # elicitations.*, sampling.*

@@ -76,7 +76,7 @@ def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -
 def _expand_oauth(
     name: str, oauth: OAuthConfig | bool | None, environ: Mapping[str, str]
 ) -> OAuthConfig | bool | None:
-    """``${VAR}`` is allowed in the two secret fields of ``oauth`` only."""
+    """``${VAR}`` is allowed in the secret fields of ``oauth`` and its token files only."""
     if not isinstance(oauth, OAuthConfig):
         return oauth
 
@@ -88,4 +88,9 @@ def _expand_oauth(
         oauth,
         client_secret=one(oauth.client_secret, "clientSecret"),
         private_key=one(oauth.private_key, "privateKey"),
+        assertion=one(oauth.assertion, "assertion"),
+        assertion_file=one(oauth.assertion_file, "assertionFile"),
+        idp_client_secret=one(oauth.idp_client_secret, "idpClientSecret"),
+        id_token=one(oauth.id_token, "idToken"),
+        id_token_file=one(oauth.id_token_file, "idTokenFile"),
     )

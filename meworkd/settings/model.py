@@ -19,7 +19,9 @@ __all__ = [
     "DEFAULT_MAX_LIVE_SESSIONS",
     "DEFAULT_TIMEOUT_SECONDS",
     "LOG_LEVELS",
+    "MACHINE_GRANTS",
     "OAUTH_GRANTS",
+    "TOKEN_AUTH_METHODS",
     "McpOptions",
     "OAuthConfig",
     "Preset",
@@ -44,7 +46,11 @@ CONNECTION_FIELDS = (
     "oauth",
 )
 # The ``grant`` values an ``oauth`` object may name.
-OAUTH_GRANTS = ("authorization_code", "client_credentials")
+# The grants with no person at a browser: a token is simply asked for when needed.
+MACHINE_GRANTS = ("client_credentials", "jwt_bearer", "identity_assertion")
+OAUTH_GRANTS = ("authorization_code", *MACHINE_GRANTS)
+# How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
+TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 
 
@@ -59,7 +65,8 @@ class OAuthConfig(
 ):
     """An HTTP entry's ``oauth`` object: how meworkd logs in to that server (every field optional).
 
-    ``client_secret`` and ``private_key`` may hold ``${VAR}`` and are secrets (settings.secrets).
+    ``client_secret``, ``private_key``, ``assertion``, ``id_token`` and ``idp_client_secret``
+    may hold ``${VAR}`` and are secrets (settings.secrets); so may the two file paths.
     """
 
     client_id: str | None = None
@@ -70,6 +77,18 @@ class OAuthConfig(
     grant: str = "authorization_code"
     private_key: str | None = None
     signing_algorithm: str | None = None
+    # None: chosen from the authorization server's metadata (client_secret_basic by default).
+    token_endpoint_auth_method: str | None = None
+    # grant "jwt_bearer" (workload identity): the platform's JWT for this workload.
+    assertion: str | None = None
+    assertion_file: str | None = None
+    # grant "identity_assertion" (enterprise-managed, SEP-990): the identity provider where
+    # the user's ID token is exchanged for an ID-JAG.
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = None
+    id_token: str | None = None
+    id_token_file: str | None = None
 
 
 class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -39,7 +39,7 @@ __all__ = [
 
 MASK = "********"
 # The fields of an ``oauth`` object that hold secrets (the rest is shown as is).
-OAUTH_SECRET_FIELDS = ("clientSecret", "privateKey")
+OAUTH_SECRET_FIELDS = ("clientSecret", "privateKey", "assertion", "idToken", "idpClientSecret")
 # Words that make an env name a secret's, as a whole word of it (plural too): GITHUB_PAT,
 # apiKey, X_AUTH_TOKENS are secret; PATH, NODE_ENV, MONKEY, KEYBOARD_LAYOUT are not.
 SECRET_WORDS = frozenset(
@@ -240,9 +240,13 @@ def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]
     if config.url is not None:
         places.append(("url", "url", config.url))
     if isinstance(config.oauth, OAuthConfig):
+        oauth = config.oauth
         secrets = {
-            "clientSecret": config.oauth.client_secret,
-            "privateKey": config.oauth.private_key,
+            "clientSecret": oauth.client_secret,
+            "privateKey": oauth.private_key,
+            "assertion": oauth.assertion,
+            "idToken": oauth.id_token,
+            "idpClientSecret": oauth.idp_client_secret,
         }
         places += [("oauth", k, v) for k, v in secrets.items() if v is not None]
     for kind, name, value in places:

@@ -19,13 +19,14 @@ enforced at ``/token`` by the SDK.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import secrets
 import socket
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import httpx2
 import jwt
@@ -57,6 +58,16 @@ class FakeAS:
         self.machine_secrets: dict[str, str] = {}
         self.machine_keys: dict[str, str] = {}
         self.legacy = False
+        # GET /mcp (only the optional SSE stream) answered with this status before any
+        # authorization check, as some servers do (404, 405): a login must not depend on it.
+        self.get_status: int | None = None
+        # JSON-RPC methods served without a login (notifications too, when any is): the 401
+        # then comes to a later request of the session (a tool call), not to its first.
+        self.anonymous: frozenset[str] = frozenset()
+        # Workload identity: the JWTs a platform issued, accepted as jwt-bearer grants.
+        self.workload_assertions: set[str] = set()
+        # The enterprise identity provider (/idp/token): ID token -> ID-JAG it exchanges.
+        self.id_tokens: dict[str, str] = {}
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -168,6 +179,10 @@ class FakeAS:
         self.refresh.pop(token.token, None)
 
 
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
 def listening_socket() -> socket.socket:
     """A bound, listening socket on a free 127.0.0.1 port: connections queue until serving."""
     sock = socket.socket()
@@ -228,6 +243,11 @@ class _Extras:
         self.app, self.provider = app, provider
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        status = self.provider.get_status
+        http_get = scope["type"] == "http" and scope["method"] == "GET"
+        if status and http_get and scope["path"] == "/mcp":
+            self.provider.events.append(f"GET -> {status}")
+            return await _reply(send, status, {"error": "no SSE stream here"})
         if scope["type"] == "http" and scope["path"] == "/token" and scope["method"] == "POST":
             body, more = b"", True
             while more:
@@ -241,9 +261,19 @@ class _Extras:
                 pause = self.provider.outage_retry_after
                 extra = [] if pause is None else [(b"retry-after", str(pause).encode())]
                 return await _reply(send, 503, {"error": "temporarily_unavailable"}, extra)
+            basic = dict(scope["headers"]).get(b"authorization", b"")
             if grant == "client_credentials":
-                return await _reply(send, *self._machine_token(form))
+                return await _reply(send, *self._machine_token(form, basic))
+            if grant == JWT_BEARER_GRANT:
+                return await _reply(send, *self._jwt_bearer(form, basic))
             return await self.app(scope, _replay(body, receive), send)
+        if scope["type"] == "http" and scope["path"] == "/idp/token":
+            body, more = b"", True
+            while more:
+                message = await receive()
+                body, more = body + message.get("body", b""), message.get("more_body", False)
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            return await _reply(send, *self._token_exchange(form))
         if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
             body, more = b"", True
             while more:
@@ -251,8 +281,43 @@ class _Extras:
                 body, more = body + message.get("body", b""), message.get("more_body", False)
             if self._needs_admin(scope, body):
                 return await self._insufficient_scope(send)
+            if self.provider.anonymous and _method(body, self.provider.anonymous):
+                scope = self._as_anyone(scope)
             return await self.app(scope, _replay(body, receive), send)
         await self._metadata(scope, receive, send)
+
+    def _jwt_bearer(self, form: dict[str, str], basic: bytes) -> tuple[int, dict[str, Any]]:
+        """RFC 7523: a workload's JWT, or an ID-JAG (with the client's Basic credentials)."""
+        assertion = form.get("assertion", "")
+        if assertion in self.provider.workload_assertions:
+            self.provider.events.append(f"jwt-bearer workload client={form.get('client_id')}")
+        elif assertion.startswith("jag-") and basic.startswith(b"Basic "):
+            self.provider.events.append(f"jwt-bearer id-jag resource={form.get('resource')}")
+        else:
+            self.provider.events.append("jwt-bearer -> invalid_grant")
+            return 400, {"error": "invalid_grant"}
+        token = self.provider._issue("workload", ["mcp"], form.get("resource"), None)
+        return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
+
+    def _token_exchange(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """The identity provider's RFC 8693 exchange: ID token -> ID-JAG for the audience."""
+        subject = form.get("subject_token", "")
+        if form.get("requested_token_type") != ID_JAG or subject not in self.provider.id_tokens:
+            self.provider.events.append("idp -> invalid_grant")
+            return 400, {"error": "invalid_grant"}
+        self.provider.events.append(f"idp exchange audience={form.get('audience')}")
+        jag = self.provider.id_tokens[subject]
+        return 200, {"access_token": jag, "issued_token_type": ID_JAG, "token_type": "N_A"}
+
+    def _as_anyone(self, scope: Any) -> Any:
+        """``scope`` carrying a token of its own, if it carries none (``anonymous``)."""
+        headers = dict(scope["headers"])
+        if b"authorization" in headers:
+            return scope
+        resource = f"{self.provider.issuer}/mcp"
+        token = self.provider._issue("anyone", ["mcp"], resource, None).access_token
+        headers[b"authorization"] = f"Bearer {token}".encode()
+        return {**scope, "headers": list(headers.items())}
 
     def _needs_admin(self, scope: Any, body: bytes) -> bool:
         """A tools/call of ``admin_tool`` with a token lacking the ``admin`` scope."""
@@ -272,9 +337,13 @@ class _Extras:
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
-    def _machine_token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        client_id = form.get("client_id", "")
-        trusted = self.provider.machine_secrets.get(client_id) == form.get("client_secret")
+    def _machine_token(self, form: dict[str, str], basic: bytes) -> tuple[int, dict[str, Any]]:
+        client_id, secret = form.get("client_id", ""), form.get("client_secret")
+        via_header = basic.startswith(b"Basic ")  # client_secret_basic: every AS supports it
+        if via_header:
+            pair = base64.b64decode(basic[6:]).decode()
+            client_id, secret = (unquote(part) for part in pair.split(":", 1))
+        trusted = self.provider.machine_secrets.get(client_id) == secret
         key = self.provider.machine_keys.get(client_id)
         if key and form.get("client_assertion"):
             try:
@@ -290,7 +359,7 @@ class _Extras:
         if not trusted:
             self.provider.events.append("client_credentials -> invalid_client")
             return 401, {"error": "invalid_client"}
-        how = "jwt" if form.get("client_assertion") else "secret"
+        how = "jwt" if form.get("client_assertion") else "basic" if via_header else "secret"
         self.provider.events.append(f"client_credentials {how} scope={form.get('scope')}")
         token = self.provider._issue(client_id, ["mcp"], form.get("resource"), None)
         return 200, token.model_dump(exclude_none=True, exclude={"refresh_token"})
@@ -314,6 +383,14 @@ class _Extras:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+
+def _method(body: bytes, among: frozenset[str]) -> bool:
+    try:
+        method = json.loads(body).get("method", "")
+    except (ValueError, AttributeError):
+        return False
+    return bool(method in among or method.startswith("notifications/"))
 
 
 def _replay(body: bytes, receive: Any) -> Any:

@@ -6,13 +6,12 @@ cancelled call and a daemon shutdown all deny. A call that a malformed hook may 
 never allowed by a hook: it is asked of the user (a hook's deny still denies).
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from meworkd.base.errors import ApprovalNotFound, InvalidParams
 from meworkd.base.events import EventBus
-from meworkd.base.log import get_logger
+from meworkd.base.log import Redactor, get_logger
 from meworkd.core.approvals.hook_runner import PermissionRequest, run_hooks
 from meworkd.core.approvals.policy import (
     ApprovalLevel,
@@ -23,27 +22,13 @@ from meworkd.core.approvals.policy import (
     resolve,
 )
 from meworkd.core.prompts import PromptBroker, PromptKind, Subject, Unanswered
+from meworkd.core.toolcall import ToolCall
 from meworkd.settings import HookSet, Settings
+from meworkd.settings.store import SettingsStore
 
-__all__ = ["Approvals", "CallContext", "Decision"]
+__all__ = ["Approvals", "Decision"]
 
 log = get_logger("meworkd.approvals")
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """What approvals need to know about one tool call."""
-
-    conversation_id: str
-    turn_id: str
-    call_id: str
-    name: str  # model-facing
-    server: str
-    tool: str  # the server's own name
-    arguments: dict[str, Any]
-    level: ApprovalLevel
-    # The server marks the tool as needing the user (read from its _meta once, at bind).
-    requires_user: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,25 +69,44 @@ def _grantable(rule: Rule, hooks: HookSet, name: str) -> bool:
 
 
 class Approvals:
-    def __init__(self, bus: EventBus, redact: Callable[[str], str] = lambda text: text) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        store: SettingsStore,
+        redactor: Redactor | None = None,
+    ) -> None:
         self._prompts = PromptBroker(bus, APPROVAL_PROMPTS)
+        self._store = store  # read by respond only: a call is decided on its own snapshot
         # (conversation, server, tool) the user allowed for the rest of the conversation.
         self._grants: set[tuple[str, str, str]] = set()
-        # A hook's message is kept in the audit and shown: secrets out before it is cut.
-        self._redact = redact
+        # A hook's message is kept in the audit and shown: secrets out before it is cut; and
+        # what waits is listed redacted, like the approval.requested events that announced it.
+        self._redactor = redactor or Redactor()
 
-    async def authorize(self, call: CallContext, settings: Settings) -> Decision:
-        """Decide ``call`` under ``settings``, the snapshot the caller read for this decision."""
+    async def authorize(
+        self,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        level: ApprovalLevel,
+        settings: Settings,
+        *,
+        requires_user: bool,
+    ) -> Decision:
+        """Decide ``call`` at the conversation's ``level`` under ``settings``, the snapshot the
+        caller read for this decision; ``requires_user``: the server marks the tool as needing
+        the user (read from its ``_meta`` once, at bind)."""
         config = settings.servers.get(call.server)
-        mandatory = call.requires_user
+        mandatory = requires_user
         auto_off = config is not None and call.tool in config.disabled_auto_approve_tools
-        rule = decide(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
+        rule = decide(level, mandatory=mandatory, auto_approve_disabled=auto_off)
         if rule is Rule.RUN:
-            return Decision(True, DecidedBy.LEVEL, f"approval level {call.level}", rule)
+            return Decision(True, DecidedBy.LEVEL, f"approval level {level}", rule)
         key = (call.conversation_id, call.server, call.tool)
         if key in self._grants and _grantable(rule, settings.hooks, call.name):
             return Decision(True, DecidedBy.USER, GRANTED, rule)
-        verdict_behavior, verdict_message = await self._hooks(call, settings.hooks)
+        verdict_behavior, verdict_message = await self._hooks(
+            call, arguments, level, settings.hooks
+        )
         outcome, by = resolve(rule, verdict_behavior)
         if outcome == "run":
             return Decision(True, by or DecidedBy.HOOK, verdict_message, rule)
@@ -113,11 +117,13 @@ class Approvals:
                 verdict_message or "denied by a PermissionRequest hook",
                 rule,
             )
-        reason = approval_reason(call.level, mandatory=mandatory, auto_approve_disabled=auto_off)
+        reason = approval_reason(level, mandatory=mandatory, auto_approve_disabled=auto_off)
         within = settings.mcp.approval_timeout_seconds
-        return await self._ask(call, reason or "approval required", rule, within)
+        return await self._ask(call, arguments, reason or "approval required", rule, within)
 
-    async def _hooks(self, call: CallContext, hooks: HookSet) -> tuple[str | None, str | None]:
+    async def _hooks(
+        self, call: ToolCall, arguments: dict[str, Any], level: ApprovalLevel, hooks: HookSet
+    ) -> tuple[str | None, str | None]:
         for error in hooks.errors:
             log.warning("hooks.invalid", error=error)
         selected = hooks.select(call.name)
@@ -128,12 +134,12 @@ class Approvals:
             PermissionRequest(
                 conversation_id=call.conversation_id,
                 tool_name=call.name,
-                tool_input=call.arguments,
-                permission_mode=call.level,
+                tool_input=arguments,
+                permission_mode=level,
                 server=call.server,
                 tool=call.tool,
             ),
-            redact=self._redact,
+            redact=self._redactor.redact,
         )
         for error in verdict.errors:
             log.warning("hooks.error", error=error)
@@ -151,7 +157,9 @@ class Approvals:
             return None, None
         return verdict.behavior, verdict.message
 
-    async def _ask(self, call: CallContext, reason: str, rule: Rule, within: float) -> Decision:
+    async def _ask(
+        self, call: ToolCall, arguments: dict[str, Any], reason: str, rule: Rule, within: float
+    ) -> Decision:
         def unanswered(why: Unanswered) -> Decision:
             if why is Unanswered.TIMEOUT:
                 text = f"nobody answered the approval request within {within:g} s"
@@ -166,7 +174,7 @@ class Approvals:
                 "name": call.name,
                 "server": call.server,
                 "tool": call.tool,
-                "arguments": call.arguments,
+                "arguments": arguments,
                 "reason": reason,
                 "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
             },
@@ -180,17 +188,16 @@ class Approvals:
         decision: str,
         reason: str | None,
         scope: str = "once",
-        settings: Settings | None = None,
     ) -> dict[str, Any]:
         """Answer an approval; ``scope`` "conversation" also allows the same tool for the rest
-        of the conversation, where a person's answer alone decides (``settings``: of now)."""
+        of the conversation, where a person's answer alone decides (under the settings of now)."""
         if decision not in ("allow", "deny"):
             raise InvalidParams('decision must be "allow" or "deny"')
         allowed = decision == "allow"
         if scope == "conversation":
             if not allowed:
                 raise InvalidParams('scope "conversation" goes only with decision "allow"')
-            self._grant(self._prompts.question(approval_id), settings or Settings())
+            self._grant(self._prompts.question(approval_id), self._store.settings)
         self._prompts.answer(
             approval_id,
             Decision(
@@ -215,8 +222,9 @@ class Approvals:
     def forget_conversation(self, conversation_id: str) -> None:
         self._grants = {g for g in self._grants if g[0] != conversation_id}
 
-    def list(self) -> list[dict[str, Any]]:
-        return self._prompts.open_questions()
+    def pending(self) -> dict[str, Any]:
+        """approvals.list: the approval requests waiting for a person."""
+        return {"approvals": self._redactor.redact_value(self._prompts.open_questions())}
 
     def deny_turn(
         self, turn_id: str, why: DecidedBy, reason: str, call_id: str | None = None

@@ -22,10 +22,10 @@ from meworkd.base.events import EventBus
 from meworkd.mcp.auth.bearer import BearerAuth
 from meworkd.mcp.auth.login import login
 from meworkd.mcp.auth.loopback import LoginFailed
-from meworkd.mcp.auth.machine import client_credentials
+from meworkd.mcp.auth.machine import machine_grant
 from meworkd.mcp.auth.server import LoginRequired, ServerAuth
 from meworkd.mcp.auth.store import auth_file_for
-from meworkd.settings import OAuthConfig, ServerConfig, expand_server
+from meworkd.settings import MACHINE_GRANTS, OAuthConfig, ServerConfig, expand_server
 
 __all__ = ["AUTH_TOPIC", "AuthRegistry", "uses_oauth"]
 
@@ -95,7 +95,7 @@ class AuthRegistry:
             found.request_login = functools.partial(self._wanted, found)
         oauth = config.oauth
         self._oauth[config.url] = oauth if isinstance(oauth, OAuthConfig) else None
-        if isinstance(oauth, OAuthConfig) and oauth.grant == "client_credentials":
+        if isinstance(oauth, OAuthConfig) and oauth.grant in MACHINE_GRANTS:
             found.machine = functools.partial(self._machine, found, oauth)
         else:
             found.machine = None
@@ -104,7 +104,7 @@ class AuthRegistry:
     @staticmethod
     async def _machine(auth: ServerAuth, oauth: OAuthConfig) -> None:
         try:
-            await client_credentials(auth, oauth)
+            await machine_grant(auth, oauth)
         except LoginFailed as exc:
             auth.set_phase("failed", exc.message)
             raise

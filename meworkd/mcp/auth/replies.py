@@ -1,12 +1,14 @@
 """How meworkd reads an authorization server's answers: OAuth error codes (RFC 6749 §5.2),
-which failures are passing (worth a retry), ``Retry-After``, and a registration's expiry."""
+which failures are passing (worth a retry), ``Retry-After``, and a registration's expiry; and
+the challenge a server answered a session's request with."""
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-__all__ = ["oauth_error", "registration_expired", "retry_after", "transient_reply"]
+__all__ = ["Challenge", "oauth_error", "registration_expired", "retry_after", "transient_reply"]
 
 _TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")  # RFC 6749 codes worth a retry
 
@@ -44,3 +46,16 @@ def oauth_error(response: httpx2.Response) -> str | None:
         return None
     error = body.get("error") if isinstance(body, dict) else None
     return error if isinstance(error, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """What the server answered a session's real request when it asked for a login.
+
+    A login starts from it (the SDK reads the ``WWW-Authenticate`` parameters: resource
+    metadata, scope, error), so it never depends on how the server treats some other request.
+    """
+
+    status: int  # 401, or 403 with insufficient_scope
+    www_authenticate: str | None
+    protocol_version: str | None  # the MCP-Protocol-Version that request carried

@@ -20,18 +20,24 @@ tool call. So every session of a server holds a :class:`~.bearer.BearerAuth` on 
   (``servers.remove``) deletes the file too.
 """
 
-import base64
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import anyio
 import httpx2
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from meworkd.base.errors import ServerUnavailable
-from meworkd.mcp.auth.replies import oauth_error, registration_expired, retry_after, transient_reply
+from meworkd.mcp.auth.credentials import secret_authentication
+from meworkd.mcp.auth.dpop import DpopKey, Nonces, send_proven, token_from_reply
+from meworkd.mcp.auth.replies import (
+    Challenge,
+    oauth_error,
+    registration_expired,
+    retry_after,
+    transient_reply,
+)
 from meworkd.mcp.auth.store import AuthFile
 
 __all__ = [
@@ -94,6 +100,9 @@ class ServerAuth:
         self.authorization_url: str | None = None
         # Set from a 403 insufficient_scope challenge: what the next login asks for.
         self.step_up_scope: str | None = None
+        # The last challenge a session met; the next login starts from it.
+        self.challenge: Challenge | None = None
+        self.token_auth_from_metadata = False  # a pre-registered client, method not configured
         # The client-credentials grant (no person): run instead of a refresh or a login.
         self.machine: Callable[[], Awaitable[None]] | None = None
         # Starts a login (or joins the running one) for a session; set when it can.
@@ -105,6 +114,9 @@ class ServerAuth:
         self.pause_hint: float | None = None  # the last failed answer's Retry-After, seconds
         self.failing = "the authorization server is failing"  # the last failed attempt, said
         self.forgotten = False  # servers.remove deleted it: nothing is written any more
+        # DPoP (RFC 9449): the key the tokens are bound to, kept with them; the servers' nonces.
+        self.dpop = DpopKey(self.state["dpop_key"]) if self.state.get("dpop_key") else None
+        self.nonces = Nonces()
 
     # -- status -----------------------------------------------------------------------------
     def set_phase(self, phase: str, error: str | None = None, url: str | None = None) -> None:
@@ -132,10 +144,12 @@ class ServerAuth:
         if not self.forgotten:
             self.file.save(self.state)
 
-    def store_tokens(self, token: OAuthToken) -> None:
+    def store_tokens(self, token: OAuthToken, *, bound: bool = False) -> None:
+        """Keep ``token`` (``bound``: DPoP-bound to :meth:`dpop_key`) and save."""
         old = self.state.get("tokens") or {}
         self.state["tokens"] = {
             "access_token": token.access_token,
+            "token_type": "DPoP" if bound else "Bearer",
             # An AS that does not rotate leaves the refresh token out: keep the one we have.
             "refresh_token": token.refresh_token or old.get("refresh_token"),
             "scope": token.scope or old.get("scope"),
@@ -144,6 +158,31 @@ class ServerAuth:
             "lifetime": token.expires_in,
         }
         self.save()
+
+    # -- DPoP (RFC 9449) ---------------------------------------------------------------------
+    @property
+    def bound(self) -> bool:
+        """Whether the tokens held are DPoP-bound (each use then carries a proof)."""
+        return (self.state.get("tokens") or {}).get("token_type") == "DPoP"
+
+    def dpop_key(self) -> DpopKey:
+        if self.dpop is None:
+            self.dpop = DpopKey()
+            self.state["dpop_key"] = self.dpop.pem  # saved with the tokens it will bind
+        return self.dpop
+
+    def proof(self, method: str, url: str, access_token: str | None = None) -> str:
+        """A fresh DPoP proof for one request to ``url``, with that origin's last nonce."""
+        nonce = self.nonces.get(url)
+        return self.dpop_key().proof(method, url, access_token=access_token, nonce=nonce)
+
+    def present(self, request: httpx2.Request, token: str) -> None:
+        """Put ``token`` on ``request``: a Bearer token, or DPoP-bound with a fresh proof."""
+        if not self.bound:
+            request.headers["Authorization"] = f"Bearer {token}"
+            return
+        request.headers["Authorization"] = f"DPoP {token}"
+        request.headers["DPoP"] = self.proof(request.method, str(request.url), token)
 
     # -- the SDK's TokenStorage protocol, used only by the login flow -----------------------
     async def get_tokens(self) -> OAuthToken | None:
@@ -220,7 +259,8 @@ class ServerAuth:
             data["resource"] = endpoints["resource"]
         response = await self._post_refresh(endpoints["token_endpoint"], data)
         if response.status_code == 200:
-            self.store_tokens(OAuthToken.model_validate_json(response.content))
+            token, bound = token_from_reply(response.content)
+            self.store_tokens(token, bound=bound)
             self.set_phase("authorized")
             return
         error = oauth_error(response)
@@ -235,7 +275,7 @@ class ServerAuth:
 
         async def attempt() -> httpx2.Response:
             try:
-                response = await self.http.post(url, data=data, headers=headers)
+                response = await self._post_proven(url, data, headers)
             except httpx2.TransportError as exc:
                 raise RefreshUnavailable(
                     f"the authorization server is unreachable ({type(exc).__name__})"
@@ -248,6 +288,15 @@ class ServerAuth:
             return response
 
         return await self.patiently("refreshing the token", attempt)
+
+    async def _post_proven(
+        self, url: str, data: dict[str, str], headers: dict[str, str]
+    ) -> httpx2.Response:
+        """POST to the token endpoint; with a DPoP proof when the tokens are bound."""
+        request = self.http.build_request("POST", url, data=data, headers=headers)
+        if not self.bound:
+            return await self.http.send(request)
+        return await send_proven(self.http, request, self.dpop_key(), self.nonces)
 
     async def run_machine(self) -> None:
         """The client-credentials grant (its renewal), with the refresh's backoff and pause."""
@@ -287,15 +336,8 @@ class ServerAuth:
         client = self.state.get("client") or {}
         if "client_id" not in client:
             return {}
-        if client.get("token_endpoint_auth_method") == "client_secret_basic":
-            pair = (
-                f"{quote(client['client_id'], safe='')}:{quote(client['client_secret'], safe='')}"
-            )
-            return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
-        data["client_id"] = client["client_id"]
-        if client.get("client_secret"):
-            data["client_secret"] = client["client_secret"]
-        return {}
+        method = client.get("token_endpoint_auth_method") or "client_secret_post"
+        return secret_authentication(method, client["client_id"], client.get("client_secret"), data)
 
     def _drop(self, why: str) -> LoginRequired:
         """Forget the dead tokens once (stored too) and say a login is needed."""

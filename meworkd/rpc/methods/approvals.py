@@ -15,16 +15,14 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("approvals.list")
 async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    # Redacted like the approval.requested events that announced them.
-    return {"approvals": s.redactor.redact_value(s.approvals.list())}
+    return s.approvals.pending()
 
 
 @group.add("approvals.respond", RespondParams)
 async def respond(s: Services, _conn: Connection, p: RespondParams) -> dict[str, Any]:
-    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope, s.store.settings)
+    return s.approvals.respond(p.approval_id, p.decision, p.reason, p.scope)
 
 
 @group.add("audit.list", AuditParams)
 async def audit(s: Services, _conn: Connection, p: AuditParams) -> dict[str, Any]:
-    # A server's tool name may carry a secret given to it; the audit keeps the real name.
-    return {"entries": s.redactor.redact_value(s.live().state.audit(p.conversation_id, p.limit))}
+    return s.conversations.audit(p.conversation_id, p.limit)

@@ -15,8 +15,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("elicitations.list")
 async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    # Redacted like the elicitation.requested events that announced them.
-    return {"elicitations": s.redactor.redact_value(s.asks.elicitations())}
+    return s.asks.pending_elicitations()
 
 
 @group.add("elicitations.respond", ElicitationRespondParams)

@@ -15,7 +15,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("sampling.list")
 async def list_(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    return {"requests": s.redactor.redact_value(s.asks.sampling_requests())}
+    return s.asks.pending_sampling()
 
 
 @group.add("sampling.respond", SamplingRespondParams)

@@ -26,9 +26,7 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 @group.add("turns.begin", BeginParams)
 async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any]:
-    result = await s.live().turns.begin(p.conversation_id, p.parent_turn_id)
-    # Failure reasons and tool descriptions come from servers and may quote a secret.
-    return s.redactor.redact_value(result)  # type: ignore[return-value]
+    return await s.turns.begin(p.conversation_id, p.parent_turn_id)
 
 
 @group.add("turns.callTool", CallToolParams)
@@ -36,7 +34,7 @@ async def call_tool(s: Services, conn: Connection, p: CallToolParams) -> msgspec
     # The reply's bytes as Turns encoded them once (and redacted, when secrets are configured).
     # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
     tokens = bind_contextvars(turn=p.turn_id)
-    turns = s.live().turns
+    turns = s.turns
     call_id = p.call_id or secrets.token_hex(6)  # named here, so that a hang-up can cancel it
     try:
         # A frontend that goes away while its call waits (for approval, for the server) takes
@@ -56,15 +54,15 @@ def _cancel_quietly(turns: Turns, turn_id: str, call_id: str) -> None:
 
 @group.add("turns.cancel", CancelParams)
 async def cancel(s: Services, _conn: Connection, p: CancelParams) -> dict[str, Any]:
-    return {"cancelled": s.live().turns.cancel(p.turn_id, p.call_id)}
+    return {"cancelled": s.turns.cancel(p.turn_id, p.call_id)}
 
 
 @group.add("turns.list", ListTurnsParams)
 async def list_(s: Services, _conn: Connection, p: ListTurnsParams) -> dict[str, Any]:
-    return {"turns": s.live().turns.listing(p.conversation_id)}
+    return {"turns": s.turns.listing(p.conversation_id)}
 
 
 @group.add("turns.end", TurnParams)
 async def end(s: Services, _conn: Connection, p: TurnParams) -> dict[str, Any]:
-    s.live().turns.end(p.turn_id)
+    s.turns.end(p.turn_id)
     return {"ended": p.turn_id}

@@ -1,0 +1,25 @@
+"""One tool call's identity: the one record every part of the call path knows the call by.
+
+The audit's ``requested`` entry and ``call.started`` are written from it, approvals decide on it,
+the server's questions are bound to it while it is in flight, and progress events name it.
+"""
+
+from typing import NamedTuple
+
+__all__ = ["ToolCall"]
+
+
+class ToolCall(NamedTuple):
+    """Which call (conversation, turn, call id), what it calls, and its arguments' digest.
+
+    A made-up name has no server or tool: "". The fields are the audit entry's leading fields,
+    in order: the audit takes them by position (bench B1).
+    """
+
+    conversation_id: str
+    turn_id: str
+    call_id: str
+    server: str
+    tool: str
+    name: str  # model-facing
+    arguments_digest: str
