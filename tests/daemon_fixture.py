@@ -40,6 +40,8 @@ from mework_client.aio import AsyncClient, connect
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
+from tests.common import BOUND, START_BOUND
+from tests.daemons import serve_daemon
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -71,7 +73,7 @@ __all__ = [
 
 # The console script of the environment running the tests (the project's venv).
 MEWORKD = Path(sys.executable).parent / "meworkd"
-EVENT_TIMEOUT = 5.0
+EVENT_TIMEOUT = BOUND
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +148,9 @@ async def running_daemon(
     env: DaemonEnv, environ: Mapping[str, str] | None = None
 ) -> AsyncIterator[Daemon]:
     """Run a daemon in a task group of the current test until the block ends."""
-    daemon = Daemon(env.paths, environ=dict(environ or {"PATH": os.environ.get("PATH", "")}))
-    async with anyio.create_task_group() as tg:
-        with anyio.fail_after(EVENT_TIMEOUT):
-            await tg.start(daemon.run)
-        try:
-            yield daemon
-        finally:
-            daemon.request_shutdown()
+    environ = environ or {"PATH": os.environ.get("PATH", "")}
+    async with serve_daemon(env.paths, environ) as daemon:
+        yield daemon
 
 
 @asynccontextmanager
@@ -275,7 +272,7 @@ def _answers(path: Path) -> bool:
             return False
 
 
-def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, bound: float = 60.0) -> None:
+def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, bound: float = START_BOUND) -> None:
     """Start-up only: poll until ``path`` answers daemon.status (or the process died)."""
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:

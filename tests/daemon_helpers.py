@@ -21,11 +21,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     importlib.import_module("jsonrpcserver")
 
-import json
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,15 +35,36 @@ from mework_client.aio import AsyncClient
 
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
+from tests.common import (
+    BOUND,
+    ENVDUMP,
+    FAKE,
+    HTTP_SERVER,
+    KITCHEN,
+    MODERN_ONLY,
+    PY,
+    RAW_BAD,
+    SERVERS,
+    document,
+    envdump,
+    fake,
+    kitchen,
+    text_of,
+    write_document,
+)
+from tests.daemons import STOP_BOUND, serve_daemon
 
 __all__ = [
+    "BOUND",
     "ENVDUMP",
+    "FAKE",
     "HTTP_SERVER",
     "KITCHEN",
     "MODERN_ONLY",
     "PEERS",
     "PY",
     "RAW_BAD",
+    "SERVERS",
     "Running",
     "alive",
     "begin_turn",
@@ -54,6 +73,7 @@ __all__ = [
     "descendants",
     "drain_events",
     "envdump",
+    "fake",
     "free_port",
     "http_fixture",
     "kitchen",
@@ -67,25 +87,7 @@ __all__ = [
     "write_settings",
 ]
 
-PY = sys.executable
-SERVERS = Path(__file__).resolve().parent / "servers"
-KITCHEN = str(SERVERS / "kitchen.py")
-RAW_BAD = str(SERVERS / "raw_bad.py")
-HTTP_SERVER = str(SERVERS / "http_server.py")
-ENVDUMP = str(SERVERS / "envdump.py")
-MODERN_ONLY = str(SERVERS / "modern_only.py")
 PEERS = Path(__file__).resolve().parent.parent / ".peers" / "node_modules"
-BOUND = 10.0  # seconds any single wait in these tests may take before it is a failure
-
-
-def kitchen(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for ``tests/servers/kitchen.py``."""
-    return {"type": "stdio", "command": PY, "args": [KITCHEN, *args], **fields}
-
-
-def envdump(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for ``tests/servers/envdump.py``."""
-    return {"type": "stdio", "command": PY, "args": [ENVDUMP, *args], **fields}
 
 
 class Running(NamedTuple):
@@ -96,11 +98,7 @@ class Running(NamedTuple):
 def write_settings(
     path: Path, servers: Mapping[str, Any], mcp: Mapping[str, Any] | None = None
 ) -> None:
-    doc: dict[str, Any] = {"assets": {"mcpServers": dict(servers)}}
-    if mcp:
-        doc["mcp"] = dict(mcp)
-    path.write_text(json.dumps(doc, indent=2))
-    path.chmod(0o600)
+    write_document(path, document(servers, **({"mcp": dict(mcp)} if mcp else {})))
 
 
 @asynccontextmanager
@@ -110,7 +108,7 @@ async def start_daemon(
     *,
     mcp: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
-    stop_bound: float = 15.0,
+    stop_bound: float = STOP_BOUND,
 ) -> AsyncIterator[Running]:
     """Run a real daemon (settings, socket and state under ``root``) until the block ends.
 
@@ -122,18 +120,9 @@ async def start_daemon(
     )
     if servers is not None or mcp is not None:
         write_settings(paths.settings, servers or {}, mcp)
-    daemon = Daemon(paths, environ=dict(os.environ if environ is None else environ))
-    with anyio.CancelScope() as stopping:
-        async with anyio.create_task_group() as tg:
-            with anyio.fail_after(BOUND):
-                await tg.start(daemon.run)
-            try:
-                yield Running(daemon, paths.socket)
-            finally:
-                daemon.request_shutdown()
-                stopping.deadline = anyio.current_time() + stop_bound
-    if stopping.cancelled_caught:
-        raise TimeoutError(f"the daemon did not stop within {stop_bound} s")
+    environ = os.environ if environ is None else environ
+    async with serve_daemon(paths, environ, stop_bound=stop_bound) as daemon:
+        yield Running(daemon, paths.socket)
 
 
 # --- events and turns ------------------------------------------------------------------------
@@ -205,10 +194,6 @@ async def call_tool(
         params["callId"] = call_id
     result: dict[str, Any] = await client.call("turns.callTool", params)
     return result
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    return "".join(c.get("text", "") for c in result["content"] if c.get("type") == "text")
 
 
 def session_for(daemon: Daemon, conversation: str, server: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.common import fake
 from tests.turn_helpers import (
     Harness,
     approval_for,
@@ -22,7 +23,6 @@ from tests.turn_helpers import (
     counting,
     document,
     hook_runs,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     permission_hooks,
     rpc_error,
@@ -190,7 +190,7 @@ async def test_permission_request_hooks(mw: Harness) -> None:
 async def test_requires_user_interaction(mw: Harness) -> None:
     hooks_dir = mw.root / "hooks"
     script = write_hook(hooks_dir)
-    await mw.start(document({"k": kitchen()}, hooks=permission_hooks("^mcp__k_", script)))
+    await mw.start(document({"k": fake()}, hooks=permission_hooks("^mcp__k_", script)))
     await mw.call("settings.setMcpOptions", {"mandatory_description_prefix": PREFIX})
     events = await mw.connect(["approval.requested"])
     conv = await mw.conversation(["k"], level="full_access")
@@ -245,7 +245,7 @@ async def test_requires_user_interaction(mw: Harness) -> None:
 async def test_disabled_auto_approve_asks_without_reconnecting(mw: Harness) -> None:
     hooks_dir = mw.root / "hooks"
     script = write_hook(hooks_dir)
-    await mw.start(document({"k": kitchen()}, hooks=permission_hooks("^mcp__k_", script)))
+    await mw.start(document({"k": fake()}, hooks=permission_hooks("^mcp__k_", script)))
     events = await mw.connect(["approval.requested"])
     conv = await mw.conversation(["k"], level="full_access")
     turn = await mw.begin(conv)

@@ -7,6 +7,7 @@ import msgspec
 import pytest
 
 from meworkd.base.errors import AuditUnavailable
+from tests.common import fake
 from tests.turn_helpers import (
     EVENT_TIMEOUT,
     Harness,
@@ -14,7 +15,6 @@ from tests.turn_helpers import (
     bound,
     document,
     hook_socket,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     permission_hooks,
     rpc_error,
@@ -40,7 +40,7 @@ def _reply_bytes(result: dict[str, Any]) -> int:
 async def test_every_call_is_audited_with_its_provenance(mw: Harness) -> None:
     hooks_dir = mw.root / "hooks"
     script = write_hook(hooks_dir)
-    await mw.start(document({"k": kitchen()}, hooks=permission_hooks("^mcp__k_", script)))
+    await mw.start(document({"k": fake()}, hooks=permission_hooks("^mcp__k_", script)))
     events = await mw.connect(["approval.requested", "turn.progress"])
     conv = await mw.conversation(["k"], level="request_approval")
     other = await mw.conversation(["k"], level="full_access")
@@ -180,7 +180,7 @@ async def test_every_call_is_audited_with_its_provenance(mw: Harness) -> None:
 
 
 async def test_equal_arguments_give_equal_digests(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     conv = await mw.conversation(["k"], level="full_access")
     turn = await mw.begin(conv)
     t_echo = bound(turn, "k")["echo"]
@@ -197,7 +197,7 @@ async def test_equal_arguments_give_equal_digests(mw: Harness) -> None:
 
 async def test_a_call_is_on_record_before_it_is_sent(mw: Harness) -> None:
     """Issue 14.7: the ``requested`` record exists while the call runs; the outcome completes it."""
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["turn.progress"])
     conv = await mw.conversation(["k"], level="full_access")
     turn = await mw.begin(conv)
@@ -227,7 +227,7 @@ async def test_a_call_is_on_record_before_it_is_sent(mw: Harness) -> None:
 
 async def test_calls_are_refused_while_the_audit_cannot_be_written(mw: Harness) -> None:
     """Issue 14.7: a full database refuses calls (audit_unavailable) and says why; then recovers."""
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     conv = await mw.conversation(["k"], level="full_access")
     turn = await mw.begin(conv)
     echo = bound(turn, "k")["echo"]

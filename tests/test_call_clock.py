@@ -12,11 +12,11 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient
 
+from tests.common import fake
 from tests.turn_helpers import (
     Harness,
     bound,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
     text_of,
@@ -37,7 +37,7 @@ async def _audited(mw: Harness, call_id: str) -> dict[str, Any]:
 
 
 async def test_timeout_and_cancel_of_one_scope(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["call.finished", "turn.progress"])
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)

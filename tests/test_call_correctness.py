@@ -1,4 +1,4 @@
-"""Issue 14.9: a duplicate callId, the hooks' permission_mode, a lone surrogate in a request.
+"""A duplicate callId, the hooks' permission_mode, a lone surrogate in a request (issue 14.9).
 
 All against the real daemon on its real socket, with the kitchen server and a real hook script.
 The duplicate callId case runs on both call paths (meworkd's own pipe path and the SDK's; see
@@ -8,6 +8,7 @@ tests/test_call_paths.py, which has the rest of issue 19.5's cases).
 import anyio
 import pytest
 
+from tests.common import fake
 from tests.daemon_fixture import raw_session
 from tests.test_call_paths import path  # noqa: F401  (the path fixture: both call paths)
 from tests.turn_helpers import (
@@ -15,7 +16,6 @@ from tests.turn_helpers import (
     bound,
     document,
     hook_runs,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     permission_hooks,
     rpc_error,
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.usefixtures("path")
 async def test_a_duplicate_call_id_is_refused_and_cancel_and_end_still_work(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["turn.progress"])
     conv = await mw.conversation(["k"], level="full_access")
     turn = await mw.begin(conv)
@@ -62,7 +62,7 @@ async def test_hooks_get_claude_codes_permission_mode_and_meworkds_level(mw: Har
     hooks_dir = mw.root / "hooks"
     script = write_hook(hooks_dir)
     # Auto-approve off: the hook runs at every level, full_access included.
-    server = kitchen(disabledAutoApproveTools=["echo"])
+    server = fake(disabledAutoApproveTools=["echo"])
     await mw.start(document({"k": server}, hooks=permission_hooks("^mcp__k_", script)))
     levels = {
         "request_approval": "default",

@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mework_client.aio import AsyncClient
 
+from tests.common import fake
 from tests.turn_helpers import (
     EVENT_TIMEOUT,
     Harness,
@@ -18,7 +19,6 @@ from tests.turn_helpers import (
     bound,
     counting,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
     wait_event,
@@ -139,7 +139,7 @@ async def test_every_started_call_finishes_once_as_its_audit_entry(mw: Harness) 
 
 
 async def test_a_call_cut_off_by_shutdown_still_gets_its_outcome(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["turn.progress", "call.finished"])
     turn = await mw.begin(await mw.conversation(["k"]))
     params = {

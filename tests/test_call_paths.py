@@ -1,4 +1,4 @@
-"""Issue 19.5: a tool call behaves the same on meworkd's own pipe path and on the SDK's.
+"""A tool call behaves the same on meworkd's own pipe path and on the SDK's (issue 19.5).
 
 On a handshake-era stdio session meworkd writes tools/call and reads its reply itself
 (``meworkd/mcp/direct.py``); with ``PASS_THROUGH`` off the same calls go through the SDK's
@@ -14,12 +14,12 @@ import anyio
 import pytest
 
 from meworkd.mcp import direct
-from tests.turn_helpers import SERVERS as SERVER_DIR
+from tests.common import SERVERS as SERVER_DIR
+from tests.common import fake
 from tests.turn_helpers import (
     Harness,
     bound,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
     text_of,
@@ -51,7 +51,7 @@ def no_meta(value: Any) -> bool:
 
 
 async def test_a_call_behaves_the_same_on_both_paths(mw: Harness, path: str) -> None:
-    servers = {"k": kitchen(), "a": entry("asking.py")}
+    servers = {"k": fake(), "a": entry("asking.py")}
     await mw.start(document(servers, mcp={"max_reply_bytes": REPLY_LIMIT}))
     events = await mw.connect(["turn.progress", "elicitation.requested", "server.log"])
     conv = await mw.conversation(["k", "a"])

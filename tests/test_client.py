@@ -14,11 +14,11 @@ import pytest
 from mework_client import Client
 from mework_client.aio import AsyncClient, _connect_stream, _connect_transport
 
+from tests.common import fake
 from tests.daemon_helpers import (
     PY,
     begin_turn,
     call_tool,
-    kitchen,
     start_daemon,
     text_of,
     wait_event,
@@ -79,7 +79,7 @@ async def test_a_cancelled_call_does_not_stall_the_others(
     """A call cancelled while another waits on the same connection: the other still gets its
     reply (whoever reads the socket, a cancellation must not leave replies unread)."""
     async with (
-        start_daemon(short_tmp, {"k": kitchen()}) as (_d, sock),
+        start_daemon(short_tmp, {"k": fake()}) as (_d, sock),
         connect(sock) as c,
         connect(sock) as watcher,
     ):

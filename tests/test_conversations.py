@@ -6,12 +6,12 @@ import anyio
 import psutil
 import pytest
 
+from tests.common import fake
 from tests.turn_helpers import (
     EVENT_TIMEOUT,
     Harness,
     bound,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     rpc_error,
 )
@@ -27,7 +27,7 @@ def _gone(pid: int) -> bool:
 
 
 async def test_crud_defaults_and_errors(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
 
     plain = await mw.call("conversations.create")
     assert plain["approvalLevel"] == "request_approval"
@@ -84,7 +84,7 @@ async def test_crud_defaults_and_errors(mw: Harness) -> None:
 
 
 async def test_presets_template_selection_and_level(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
     await mw.call(
         "presets.set",
         {"name": "research", "preset": {"mcpServers": ["k"], "approvalLevel": "plan"}},
@@ -111,7 +111,7 @@ async def test_presets_template_selection_and_level(mw: Harness) -> None:
 
 
 async def test_delete_closes_its_sessions(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     a = await mw.conversation(["k"])
     b = await mw.conversation(["k"])
     turn_a, turn_b = await mw.begin(a), await mw.begin(b)
@@ -137,7 +137,7 @@ async def test_delete_closes_its_sessions(mw: Harness) -> None:
 
 
 async def test_update_switches_to_a_preset_or_detaches_it(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
     await mw.call(
         "presets.set",
         {"name": "research", "preset": {"mcpServers": ["k"], "approvalLevel": "plan"}},
@@ -166,7 +166,7 @@ async def test_update_switches_to_a_preset_or_detaches_it(mw: Harness) -> None:
 
 
 async def test_selections_survive_a_restart(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
     await mw.call("presets.set", {"name": "p", "preset": {"mcpServers": ["other", "k"]}})
     before = await mw.call("conversations.create", {"id": "keep", "preset": "p"})
     await mw.call("conversations.update", {"id": "keep", "approvalLevel": "allow_edits"})
@@ -181,7 +181,7 @@ async def test_selections_survive_a_restart(mw: Harness) -> None:
 
 
 async def test_rename_and_remove_update_selections(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen(), "third": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake(), "third": fake()}))
     a = await mw.conversation(["k", "other"])
     b = await mw.conversation(["other"])
     c = await mw.conversation(["third", "k"])

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from meworkd.base.errors import InvalidSettings, ServerNotFound
+from tests.common import fake
 from tests.core_parts import Core, core
-from tests.daemon_helpers import kitchen
 
 pytestmark = pytest.mark.anyio
 __all__ = ["core"]  # the fixture, used by name
@@ -144,7 +144,7 @@ async def test_export_masks_secrets_unless_revealed(core: Core) -> None:
 
 
 async def test_a_passed_test_records_what_the_server_offers(core: Core) -> None:
-    await core.servers.add("k", kitchen())
+    await core.servers.add("k", fake())
     result = await core.servers.test("k")
     assert result["ok"], result
     shown = core.servers.tools("k")

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from mework_client.ctl.servers_import import import_failed
 from mework_client.ctl.servers_probe import _test_failed, format_test
 from mework_client.ctl.turn import _call_failed, format_call, format_turn
 
+from tests.daemon_fixture import wait_for_socket
 from tests.test_ctl_startup import STATUS, loaded_by, slow_modules
 
 COMMANDS = all_commands()
@@ -46,7 +46,7 @@ BIN = REPO / ".venv" / "bin"
 MEWORKCTL = BIN / "meworkctl"
 MEWORKD = BIN / "meworkd"
 PYTHON = BIN / "python"
-KITCHEN = [str(PYTHON), str(REPO / "tests" / "servers" / "kitchen.py")]
+FAKE = [str(PYTHON), str(REPO / "tests" / "servers" / "fake.py")]
 HEAVY = ("mcp", "meworkd", "anyio", "msgspec", "pydantic", "httpx", "structlog", "jsonrpcserver")
 RUN_TIMEOUT = 30
 
@@ -81,17 +81,6 @@ def xdg_env(root: Path) -> dict[str, str]:
     }
 
 
-def _answers(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(2)
-        try:
-            s.connect(str(path))
-            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n')
-            return b'"result"' in s.makefile("rb").readline()
-        except OSError:
-            return False
-
-
 def start_daemon(root: Path) -> Daemon:
     (root / "run").mkdir(mode=0o700)
     proc = subprocess.Popen(
@@ -102,15 +91,8 @@ def start_daemon(root: Path) -> Daemon:
         env=xdg_env(root),
     )
     daemon = Daemon(root, proc)
-    deadline = time.monotonic() + 60  # a safety net: two test workers on a busy 2-core box
-    while time.monotonic() < deadline:  # start-up only: the one poll of these tests
-        if daemon.proc.poll() is not None:
-            raise AssertionError(f"meworkd exited: {daemon.proc.communicate()[1].decode()}")
-        if daemon.socket.exists() and _answers(daemon.socket):
-            return daemon
-        time.sleep(0.02)
-    stop_daemon(daemon)
-    raise AssertionError("meworkd did not answer within 60 s")
+    wait_for_socket(proc, daemon.socket)  # start-up only: the one poll of these tests
+    return daemon
 
 
 def stop_daemon(daemon: Daemon) -> None:
@@ -459,7 +441,7 @@ def test_export_masks_unless_revealed(daemon: Daemon) -> None:
 
 
 def add_kitchen(daemon: Daemon, name: str) -> None:
-    ok(daemon, "servers", "add", name, "--", *KITCHEN, "--stderr-lines", "2")
+    ok(daemon, "servers", "add", name, "--", *FAKE, "--stderr-lines", "2")
 
 
 def test_servers_test_tools_and_logs(daemon: Daemon) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tests.test_ctl import (
-    KITCHEN,
+    FAKE,
     MEWORKCTL,
     RUN_TIMEOUT,
     Daemon,
@@ -71,7 +71,7 @@ def test_edit_reopens_with_the_error_then_saves_a_replacement(
     daemon: Daemon, tmp_path: Path
 ) -> None:
     ok(daemon, "servers", "add", "ed", "--env", "API_TOKEN=s3cret", "--description", "old",
-       "--", *KITCHEN)  # fmt: skip
+       "--", *FAKE)  # fmt: skip
     shown = ok_json(daemon, "servers", "show", "ed")["server"]
     assert shown["env"] == {"API_TOKEN": "********"}
     wanted = {key: value for key, value in shown.items() if key != "description"}

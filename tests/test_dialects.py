@@ -21,7 +21,8 @@ from mework_client.ctl.servers_import import ask_input
 
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects import ImportDocument, parse_import
-from tests.daemon_helpers import SERVERS, envdump, serving, start_daemon
+from tests.common import SERVERS
+from tests.daemon_helpers import envdump, serving, start_daemon
 
 
 def parsed(document: Any, inputs: dict[str, str] | None = None) -> ImportDocument:

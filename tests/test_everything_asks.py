@@ -1,5 +1,6 @@
-"""Issue 17 against @modelcontextprotocol/server-everything (TypeScript SDK): its elicitation
-(form and URL, -32042), sampling, roots and logging tools through the daemon's broker."""
+"""A server's questions (issue 17) from @modelcontextprotocol/server-everything (TypeScript
+SDK): its elicitation (form and URL, -32042), sampling, roots and logging tools through the
+daemon's broker."""
 
 from typing import Any
 

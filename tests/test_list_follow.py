@@ -4,11 +4,11 @@ again on the session that announced it before ``server.changed`` reaches fronten
 import anyio
 import pytest
 
+from tests.common import fake
 from tests.turn_helpers import (
     Harness,
     bound,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
     wait_event,
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_servers_tools_follows_list_changed(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["server.changed"])
     conversation = await mw.conversation(["k"])
     turn = await mw.begin(conversation)

@@ -1,4 +1,4 @@
-"""Issue 14.6: policy reaches running work, subagent turns included.
+"""Policy reaches running work, subagent turns included (issue 14.6).
 
 A change of the settings, the conversation's selection or its level applies to the next call of
 a turn that is already running: a binding that is gone is refused with its kind (an ``isError``
@@ -12,13 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.common import fake
 from tests.turn_helpers import (
-    KITCHEN,
+    FAKE,
     Harness,
     approval_for,
     bound,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     start_call,
     text_of,
@@ -53,7 +53,7 @@ CHANGES: dict[str, Change] = {
 
 @pytest.mark.parametrize("kind", list(CHANGES))
 async def test_a_binding_that_is_gone_is_refused_with_its_kind(mw: Harness, kind: str) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
     conv, turns = await _turns(mw)
     echo = bound(turns[0], "k")["echo"]
     for turn in turns:
@@ -74,11 +74,11 @@ async def test_a_binding_that_is_gone_is_refused_with_its_kind(mw: Harness, kind
 
 
 async def test_a_redefined_server_keeps_the_bindings_it_still_offers(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen("--tools", "1"), "other": kitchen()}))
+    await mw.start(document({"k": fake("--tools", "1"), "other": fake()}))
     _conv, turns = await _turns(mw)
     names = bound(turns[0], "k")
     assert not (await mw.tool(turns[0], names["t0"]))["isError"]
-    await mw.call("servers.update", {"name": "k", "patch": {"args": [str(KITCHEN)]}})
+    await mw.call("servers.update", {"name": "k", "patch": {"args": [str(FAKE)]}})
     for turn in turns:
         gone = await mw.tool(turn, names["t0"])
         assert gone["isError"] is True
@@ -99,7 +99,7 @@ async def _asked(mw: Harness, events: Any, turn: dict[str, Any], name: str) -> N
 
 
 async def test_the_rules_of_now_apply_to_running_turns(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen(), "other": kitchen()}))
+    await mw.start(document({"k": fake(), "other": fake()}))
     events = await mw.connect(["approval.requested"])
     conv, turns = await _turns(mw)
     echo, add = bound(turns[0], "k")["echo"], bound(turns[0], "k")["add"]

@@ -20,15 +20,15 @@ import pytest
 from mework_client.aio import AsyncClient, connect
 
 from meworkd.mcp.ledger import PidLedger, process_start_time
+from tests.common import fake
 from tests.daemon_helpers import (
-    KITCHEN,
+    FAKE,
     PY,
     alive,
     begin_turn,
     call_tool,
     drain_events,
     envdump,
-    kitchen,
     session_for,
     start_daemon,
     text_of,
@@ -76,7 +76,7 @@ async def start_call(
 
 async def test_one_session_per_conversation_and_server_shared_by_clients(short_tmp: Path) -> None:
     async with (
-        start_daemon(short_tmp, {"k": kitchen(), "j": kitchen()}) as (daemon, sock),
+        start_daemon(short_tmp, {"k": fake(), "j": fake()}) as (daemon, sock),
         connect(sock) as c1,
         connect(sock) as c2,
     ):
@@ -108,7 +108,7 @@ async def test_one_session_per_conversation_and_server_shared_by_clients(short_t
 
 
 async def test_concurrent_calls_share_one_session(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["turn.progress"])
         turn = await begin_turn(c, ["k"])
         session = session_for(daemon, turn["conversationId"], "k")
@@ -134,7 +134,7 @@ async def test_concurrent_calls_share_one_session(short_tmp: Path) -> None:
 
 
 async def test_idle_session_closes(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status"])
         await c.call("settings.setMcpOptions", {"session_idle_minutes": 0.002})
         turn = await begin_turn(c, ["k"])
@@ -147,7 +147,7 @@ async def test_idle_session_closes(short_tmp: Path) -> None:
 
 
 async def test_call_in_flight_keeps_an_idle_session_open(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status", "turn.progress"])
         turn = await begin_turn(c, ["k"])
         conv = turn["conversationId"]
@@ -172,7 +172,7 @@ async def test_call_in_flight_keeps_an_idle_session_open(short_tmp: Path) -> Non
 
 
 async def test_server_dying_mid_call_is_dropped_and_reconnected(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status"])
         turn = await begin_turn(c, ["k"])
         conv = turn["conversationId"]
@@ -215,7 +215,7 @@ async def test_server_hanging_up_is_replaced_and_reported_in_order(short_tmp: Pa
 
 
 async def test_reload_of_connection_fields_closes_after_calls_finish(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status", "turn.progress"])
         turn = await begin_turn(c, ["k"])
         conv = turn["conversationId"]
@@ -223,9 +223,7 @@ async def test_reload_of_connection_fields_closes_after_calls_finish(short_tmp: 
         results: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
             await start_call(tg, c, turn, "k", "slow", {"seconds": 1.0}, "slow", results)
-            await c.call(
-                "servers.update", {"name": "k", "patch": {"args": [KITCHEN, "--name", "k2"]}}
-            )
+            await c.call("servers.update", {"name": "k", "patch": {"args": [FAKE, "--name", "k2"]}})
             await wait_event(c, "server.status", closed("k", conv))
             # Retired, not killed: the call in flight still runs on the old process.
             assert session_for(daemon, conv, "k") is None
@@ -241,7 +239,7 @@ async def test_reload_of_connection_fields_closes_after_calls_finish(short_tmp: 
 
 
 async def test_policy_only_change_keeps_the_session(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status", "settings.reloaded"])
         turn = await begin_turn(c, ["k"])
         conv = turn["conversationId"]
@@ -260,7 +258,7 @@ async def test_policy_only_change_keeps_the_session(short_tmp: Path) -> None:
 
 async def test_disabling_or_removing_a_server_closes_its_sessions(short_tmp: Path) -> None:
     async with (
-        start_daemon(short_tmp, {"a": kitchen(), "b": kitchen()}) as (daemon, sock),
+        start_daemon(short_tmp, {"a": fake(), "b": fake()}) as (daemon, sock),
         connect(sock) as c,
     ):
         await c.subscribe(["server.status"])
@@ -286,7 +284,7 @@ async def test_disabling_or_removing_a_server_closes_its_sessions(short_tmp: Pat
 
 async def test_closing_a_session_leaves_no_process_behind(short_tmp: Path) -> None:
     async with (
-        start_daemon(short_tmp, {"k": kitchen("--grandchild")}) as (daemon, sock),
+        start_daemon(short_tmp, {"k": fake("--grandchild")}) as (daemon, sock),
         connect(sock) as c,
     ):
         turn = await begin_turn(c, ["k"])
@@ -411,7 +409,7 @@ def signal_group(pgid: int) -> None:
 
 
 async def test_shutdown_is_bounded_when_servers_ignore_sigterm(short_tmp: Path) -> None:
-    servers = {name: kitchen("--ignore-sigterm") for name in ("s1", "s2", "s3")}
+    servers = {name: fake("--ignore-sigterm") for name in ("s1", "s2", "s3")}
     # start_daemon fails the test if the daemon does not stop within stop_bound.
     async with (
         start_daemon(short_tmp, servers, stop_bound=8) as (daemon, sock),

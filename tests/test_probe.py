@@ -16,6 +16,7 @@ import pytest
 from mework_client.aio import connect
 from mework_client.ctl.servers_probe import format_test
 
+from tests.common import fake
 from tests.daemon_helpers import (
     MODERN_ONLY,
     PY,
@@ -24,7 +25,6 @@ from tests.daemon_helpers import (
     envdump,
     free_port,
     http_fixture,
-    kitchen,
     session_for,
     start_daemon,
     wait_gone,
@@ -47,7 +47,7 @@ async def test_servers_test_lists_everything_records_server_info_and_cleans_up(
     short_tmp: Path,
 ) -> None:
     servers = {
-        "k": kitchen("--tools", "30", "--page-size", "7", "--name", "kit", "--version", "9.9.9"),
+        "k": fake("--tools", "30", "--page-size", "7", "--name", "kit", "--version", "9.9.9"),
         "modern": {"command": PY, "args": [MODERN_ONLY, "--name", "modk", "--version", "3.2.1"]},
     }
     async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
@@ -103,12 +103,12 @@ async def test_failures_are_named_plainly(short_tmp: Path) -> None:
     async with http_fixture("500") as url500:
         servers = {
             "missing": {"command": "/nonexistent/mework-test-server"},
-            "exits": kitchen("--exit-at-start", "4"),
-            "hangs": kitchen("--hang-initialize", timeoutSeconds=1),
+            "exits": fake("--exit-at-start", "4"),
+            "hangs": fake("--hang-initialize", timeoutSeconds=1),
             "unset": envdump(env={"TOKEN": "${MW_SURELY_UNSET_VARIABLE}"}),
             "http500": {"type": "streamable_http", "url": url500},
             "refused": {"type": "streamable_http", "url": f"http://127.0.0.1:{free_port()}/mcp"},
-            "nocwd": kitchen(cwd="/nonexistent/mework-test-dir"),
+            "nocwd": fake(cwd="/nonexistent/mework-test-dir"),
         }
         async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
             before = descendants()

@@ -11,6 +11,7 @@ import pytest
 from mework_client import RpcError
 from mework_client.aio import AsyncClient
 
+from tests.common import document
 from tests.daemon_fixture import (
     assert_clean_error,
     daemon_and_client,
@@ -26,10 +27,6 @@ pytestmark = pytest.mark.anyio
 TOPICS = ["settings.reloaded", "settings.invalid"]
 EVENT_KEYS = {"source", "added", "removed", "connectionChanged", "policyChanged", "invalid"}
 Event = tuple[str, dict[str, Any]]
-
-
-def document(servers: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"assets": {"mcpServers": servers}, **extra}
 
 
 def dump(doc: object) -> str:

@@ -21,10 +21,10 @@ from mework_client.aio import AsyncClient, connect
 
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.parse import parse_mcp_options, parse_server
+from tests.common import fake
 from tests.daemon_helpers import (
     begin_turn,
     call_tool,
-    kitchen,
     session_for,
     start_daemon,
     text_of,
@@ -64,7 +64,7 @@ async def start_slow(
 async def test_budget_closes_the_least_recently_used_idle_session(short_tmp: Path) -> None:
     mcp = {"max_live_sessions": 2}
     async with (
-        start_daemon(short_tmp, {"k": kitchen()}, mcp=mcp) as (daemon, sock),
+        start_daemon(short_tmp, {"k": fake()}, mcp=mcp) as (daemon, sock),
         connect(sock) as c,
     ):
         await c.subscribe(["server.status", "turn.progress"])
@@ -91,11 +91,11 @@ async def test_budget_closes_the_least_recently_used_idle_session(short_tmp: Pat
 
 
 async def test_close_reasons_reload_and_conversation(short_tmp: Path) -> None:
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (_daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (_daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status"])
         conv = (await begin_turn(c, ["k"]))["conversationId"]
         await c.call(
-            "servers.update", {"name": "k", "patch": {"args": [*kitchen()["args"], "--name", "k2"]}}
+            "servers.update", {"name": "k", "patch": {"args": [*fake()["args"], "--name", "k2"]}}
         )
         await wait_event(c, "server.status", status("k", "closed", conv, reason="reload"))
         await begin_turn(c, [], conversation=conv)
@@ -106,7 +106,7 @@ async def test_close_reasons_reload_and_conversation(short_tmp: Path) -> None:
 async def test_close_reason_idle(short_tmp: Path) -> None:
     mcp = {"session_idle_minutes": 0.002}  # 0.12 s
     async with (
-        start_daemon(short_tmp, {"k": kitchen()}, mcp=mcp) as (_daemon, sock),
+        start_daemon(short_tmp, {"k": fake()}, mcp=mcp) as (_daemon, sock),
         connect(sock) as c,
     ):
         await c.subscribe(["server.status"])
@@ -115,7 +115,7 @@ async def test_close_reason_idle(short_tmp: Path) -> None:
 
 
 async def test_shared_scope_one_session_calls_stay_per_conversation(short_tmp: Path) -> None:
-    servers = {"k": kitchen(sessionScope="shared")}
+    servers = {"k": fake(sessionScope="shared")}
     async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status", "turn.progress"])
         turn_a = await begin_turn(c, ["k"])
@@ -146,7 +146,7 @@ async def test_shared_scope_one_session_calls_stay_per_conversation(short_tmp: P
 
 
 async def test_prepare_connects_in_the_background(short_tmp: Path) -> None:
-    servers = {"k": kitchen(), "gone": {"command": str(short_tmp / "no-such-server")}}
+    servers = {"k": fake(), "gone": {"command": str(short_tmp / "no-such-server")}}
     async with start_daemon(short_tmp, servers) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status"])
         conv = await c.call(

@@ -1,4 +1,4 @@
-"""Issue 14, points 1 and 2: secrets are exactly the secrets, and they never leave.
+"""Secrets are exactly the secrets, and they never leave (issue 14, points 1 and 2).
 
 A real in-process daemon on a real socket, real fixture servers over pipes and HTTP. Ordinary
 values (``LOG_LEVEL=info``, ``Content-Type: application/json``) pass through untouched; secrets

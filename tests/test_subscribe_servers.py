@@ -8,7 +8,8 @@ import pytest
 from mework_client import RpcError
 from mework_client.aio import AsyncClient, connect
 
-from tests.daemon_helpers import BOUND, kitchen, start_daemon
+from tests.common import fake
+from tests.daemon_helpers import BOUND, start_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +25,7 @@ async def events_until(client: AsyncClient, last: str) -> list[tuple[str, Any]]:
 
 async def test_one_servers_events_and_closing_its_sessions(short_tmp: Path) -> None:
     async with (
-        start_daemon(short_tmp, {"a": kitchen(), "b": kitchen(), "c": kitchen()}) as run,
+        start_daemon(short_tmp, {"a": fake(), "b": fake(), "c": fake()}) as run,
         connect(run.socket) as only_a,
         connect(run.socket) as control,
     ):

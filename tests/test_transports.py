@@ -18,6 +18,7 @@ from meworkd import __version__
 from meworkd.core import serverlogs as serverlog
 from meworkd.mcp.http import HTTP_CONNECT_TIMEOUT, http_client_for
 from meworkd.settings import parse_server
+from tests.common import fake
 from tests.daemon_helpers import (
     ENVDUMP,
     MODERN_ONLY,
@@ -27,7 +28,6 @@ from tests.daemon_helpers import (
     call_tool,
     envdump,
     http_fixture,
-    kitchen,
     session_for,
     start_daemon,
     text_of,
@@ -131,7 +131,7 @@ async def test_both_protocol_eras(short_tmp: Path) -> None:
     """kitchen: handshake era; modern_only: 2026-07-28 only (initialize is method-not-found);
     raw_bad --mode legacy silently ignores unknown requests: no probe delay may hit it."""
     servers = {
-        "k": kitchen(),
+        "k": fake(),
         "modern": {"command": PY, "args": [MODERN_ONLY]},
         "legacy": {"command": PY, "args": [RAW_BAD, "--mode", "legacy"]},
     }
@@ -257,7 +257,7 @@ async def test_a_server_that_stops_reading_ends_its_session(short_tmp: Path) -> 
 
 async def test_stderr_goes_to_the_ring_and_to_events(short_tmp: Path) -> None:
     async with (
-        start_daemon(short_tmp, {"k": kitchen("--stderr-lines", "5")}) as (_d, sock),
+        start_daemon(short_tmp, {"k": fake("--stderr-lines", "5")}) as (_d, sock),
         connect(sock) as c,
     ):
         await c.subscribe(["server.log"])
@@ -281,7 +281,7 @@ async def test_stderr_goes_to_the_ring_and_to_events(short_tmp: Path) -> None:
 
 async def test_stderr_flood_cannot_grow_the_daemon(short_tmp: Path) -> None:
     flood = 20_000_000
-    async with start_daemon(short_tmp, {"k": kitchen()}) as (daemon, sock), connect(sock) as c:
+    async with start_daemon(short_tmp, {"k": fake()}) as (daemon, sock), connect(sock) as c:
         await c.subscribe(["server.status"])  # not server.log: the flood is not for us
         turn = await begin_turn(c, ["k"])
         before = psutil.Process().memory_info().rss
@@ -303,7 +303,7 @@ async def test_stderr_flood_cannot_grow_the_daemon(short_tmp: Path) -> None:
 
 async def test_secrets_are_redacted_in_logs_events_and_test_output(short_tmp: Path) -> None:
     secret = "canary-XYZ-" + CANARY
-    servers = {"e": envdump("--stderr-env", "TOKEN", env={"TOKEN": secret}), "k": kitchen()}
+    servers = {"e": envdump("--stderr-env", "TOKEN", env={"TOKEN": secret}), "k": fake()}
     async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
         await c.subscribe(["server.log", "turn.progress"])
         turn = await begin_turn(c, ["e", "k"])
@@ -328,7 +328,7 @@ async def test_server_info_quoting_a_secret_is_recorded_redacted(short_tmp: Path
     """The serverInfo a test records (shown by servers.list and servers.get) is server text."""
     secret = "canary-INFO-" + CANARY
     # (The secret is in args here only to make the server quote it; args are the user's own.)
-    servers = {"k": kitchen("--version", secret, env={"TOKEN": secret})}
+    servers = {"k": fake("--version", secret, env={"TOKEN": secret})}
     async with start_daemon(short_tmp, servers) as (_d, sock), connect(sock) as c:
         tested = await c.call("servers.test", {"name": "k"})
         assert tested["serverInfo"]["version"] == "[redacted]"

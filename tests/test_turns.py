@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from meworkd.core.catalog import NAME_PATTERN, tool_name
+from tests.common import fake
 from tests.turn_helpers import (
     KITCHEN_TOOLS,
     PEERS,
@@ -19,7 +20,6 @@ from tests.turn_helpers import (
     bound,
     counting,
     document,
-    kitchen,
     mw_fixture,  # noqa: F401  (the mw fixture)
     rpc_error,
     start_call,
@@ -39,11 +39,11 @@ async def test_discovery_binds_selected_enabled_servers(mw: Harness) -> None:
     await mw.start(
         document(
             {
-                "a": kitchen("--tools", "30", "--page-size", "7", description="Kitchen A"),
-                "b": kitchen(disabledTools=["echo", "add"], description="Kitchen B"),
+                "a": fake("--tools", "30", "--page-size", "7", description="Kitchen A"),
+                "b": fake(disabledTools=["echo", "add"], description="Kitchen B"),
                 "down": {"command": NOT_A_COMMAND, "description": "Never starts"},
-                "off": kitchen(enabled=False, description="Switched off"),
-                "unselected": kitchen(description="Not selected"),
+                "off": fake(enabled=False, description="Switched off"),
+                "unselected": fake(description="Not selected"),
             }
         )
     )
@@ -103,7 +103,7 @@ async def test_discovery_is_concurrent(mw: Harness) -> None:
             {
                 "r": counting(*rendezvous, "r", "--tools", "reader", timeoutSeconds=5),
                 "w": counting(*rendezvous, "w", "--tools", "writer", timeoutSeconds=5),
-                "hung": kitchen("--hang-initialize", timeoutSeconds=1),
+                "hung": fake("--hang-initialize", timeoutSeconds=1),
             }
         )
     )
@@ -124,7 +124,7 @@ async def test_discovery_is_concurrent(mw: Harness) -> None:
 
 
 async def test_names_are_stable_across_turns_reloads_and_restarts(mw: Harness) -> None:
-    await mw.start(document({"Kitchen Sink!": kitchen(description="before")}))
+    await mw.start(document({"Kitchen Sink!": fake(description="before")}))
     conv = await mw.conversation(["Kitchen Sink!"])
     first = bound(await mw.begin(conv), "Kitchen Sink!")
     assert first["echo"].startswith("mcp__kitchen-sink_")
@@ -190,7 +190,7 @@ def _reply_size(text: str) -> int:
 
 
 async def test_call_translation_and_errors(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
     n = bound(turn, "k")
@@ -272,7 +272,7 @@ async def test_call_translation_and_errors(mw: Harness) -> None:
 
 
 async def test_max_reply_bytes_follows_the_setting(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
     big = bound(turn, "k")["big"]
@@ -294,7 +294,7 @@ async def _short_timeout(mw: Harness, server: str, **fields: Any) -> None:
 
 
 async def test_timeout_cancels_the_call_on_the_server(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     logs = await mw.connect(["server.log"])
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
@@ -314,7 +314,7 @@ async def test_timeout_cancels_the_call_on_the_server(mw: Harness) -> None:
 async def test_long_running_server_may_exceed_its_timeout_while_reporting_progress(
     mw: Harness,
 ) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["turn.progress"])
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
@@ -350,7 +350,7 @@ async def test_long_running_server_may_exceed_its_timeout_while_reporting_progre
 
 
 async def test_cancel_a_call_in_flight(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     events = await mw.connect(["turn.progress", "server.log"])
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
@@ -382,7 +382,7 @@ async def test_cancel_a_call_in_flight(mw: Harness) -> None:
 
 
 async def test_tools_list_changed_reaches_the_next_turn(mw: Harness) -> None:
-    await mw.start(document({"k": kitchen()}))
+    await mw.start(document({"k": fake()}))
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)
     assert "fresh" not in bound(turn, "k")

@@ -36,20 +36,37 @@ from mework_client.aio import AsyncClient, connect
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
 from meworkd.core.catalog import NAME_PATTERN, tool_name
+from tests.common import (
+    COUNTING,
+    EVENT_TIMEOUT,
+    FAKE,
+    KITCHEN,
+    SERVERS,
+    START_BOUND,
+    counting,
+    document,
+    fake,
+    kitchen,
+    text_of,
+)
+from tests.daemon_fixture import replace_atomically
 
 __all__ = [
     "COUNTING",
     "EVENT_TIMEOUT",
+    "FAKE",
     "HOOK_TIMEOUT",
     "KITCHEN",
     "KITCHEN_TOOLS",
     "PEERS",
+    "SERVERS",
     "Harness",
     "PendingCall",
     "approval_for",
     "bound",
     "counting",
     "document",
+    "fake",
     "hook_runs",
     "hook_socket",
     "kitchen",
@@ -62,9 +79,6 @@ __all__ = [
     "write_hook",
 ]
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-KITCHEN = SERVERS / "kitchen.py"
-COUNTING = SERVERS / "counting.py"
 PEERS = Path(__file__).resolve().parent.parent / ".peers" / "node_modules"
 # The kitchen's own tools (``--tools N`` adds t0..tN-1).
 KITCHEN_TOOLS = frozenset(
@@ -88,22 +102,6 @@ KITCHEN_TOOLS = frozenset(
         "spawn_grandchild",
     }
 )
-# Bounds for waiting on something that should happen promptly (events, start-up, replies).
-EVENT_TIMEOUT = 15.0
-
-
-def kitchen(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for the kitchen fixture server (``fields`` in camelCase)."""
-    return {"command": sys.executable, "args": [str(KITCHEN), *args], **fields}
-
-
-def counting(*args: str, **fields: Any) -> dict[str, Any]:
-    """A settings entry for the stdlib counting server."""
-    return {"command": sys.executable, "args": [str(COUNTING), *args], **fields}
-
-
-def document(servers: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"assets": {"mcpServers": servers}, **top}
 
 
 def bound(turn: dict[str, Any], server: str) -> dict[str, str]:
@@ -113,11 +111,6 @@ def bound(turn: dict[str, Any], server: str) -> dict[str, str]:
         assert NAME_PATTERN.fullmatch(name), name
         assert name == tool_name(server, tool)
     return out
-
-
-def text_of(result: dict[str, Any]) -> str:
-    """All text blocks of a tool result, joined."""
-    return "\n".join(b.get("text", "") for b in result["content"] if b.get("type") == "text")
 
 
 async def rpc_error(awaitable: Any) -> RpcError:
@@ -311,11 +304,9 @@ class Harness:
     # --- settings --------------------------------------------------------------------------
 
     def write_settings(self, doc: dict[str, Any]) -> None:
+        """Replace the file atomically, as most editors do."""
         self.paths.settings.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.paths.settings.with_name(".settings.json.tmp")
-        tmp.write_text(json.dumps(doc, indent=2))
-        tmp.chmod(0o600)
-        os.replace(tmp, self.paths.settings)
+        replace_atomically(self.paths.settings, json.dumps(doc, indent=2))
 
     def read_settings(self) -> dict[str, Any]:
         return json.loads(self.paths.settings.read_text())  # type: ignore[no-any-return]
@@ -336,7 +327,7 @@ class Harness:
             self.write_settings(doc)
         self.daemon = Daemon(self.paths, environ=dict(os.environ))
         self._stopped = anyio.Event()
-        with anyio.fail_after(EVENT_TIMEOUT):
+        with anyio.fail_after(START_BOUND):
             await self.tg.start(self._run, self.daemon, self._stopped)
         self._close_clients = anyio.Event()
         self.client = await self.connect()

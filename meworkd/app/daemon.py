@@ -185,7 +185,8 @@ class Daemon:
             await backend.start(self.pool.run, self.store.settings)
             await backend.start(self.state_db.run_audit_writer)
             await backend.start(self.lists.run, self.pool)
-            backend.start_soon(self._signals)
+            # Before READY=1: a SIGHUP (reload) sent once we say we are ready must not kill us.
+            await backend.start(self._signals)
             async with anyio.create_task_group() as frontend:
                 await frontend.start(self.rpc.serve, listener)
                 log.info(
@@ -207,8 +208,9 @@ class Daemon:
             self.store.stop_watching()
             backend.cancel_scope.cancel()
 
-    async def _signals(self) -> None:
+    async def _signals(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            task_status.started()
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     log.info("daemon.sighup")

@@ -92,7 +92,7 @@ def _exit_at_once(code: int) -> NoReturn:
     By then the daemon has closed everything it owns (sockets, the database, the ledger, its
     children). What is left is freeing the heap object by object (the SDK, pydantic, httpx2):
     0.3-0.5 s of CPU, which on a busy machine was seconds between SIGTERM and exit (issue 14.4
-    promises under 5 s in every state). ``tests/test_audit13_14_stop.py`` measures it.
+    promises under 5 s in every state). ``tests/test_daemon_stop_cost.py`` measures it.
     """
     sys.stdout.flush()
     sys.stderr.flush()

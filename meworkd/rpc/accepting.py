@@ -105,6 +105,10 @@ class Acceptor:
 
     async def accept(self) -> SocketStream:
         while True:
+            if self._reserve is None:
+                # Another thread (anyio's workers open files) may have taken the descriptor the
+                # last refusal gave up: take one back before a connection can have it.
+                self._reserve = _open_reserve()
             try:
                 stream = await self._listener.accept()
             except (OSError, anyio.BrokenResourceError) as exc:
@@ -149,8 +153,6 @@ class Acceptor:
     async def _refuse_one(self) -> bool:
         """Accept the waiting connection on the reserve descriptor and tell it why it cannot be
         served; False when there is no reserve to give up."""
-        if self._reserve is None:
-            self._reserve = _open_reserve()
         if self._reserve is None:
             return False
         os.close(self._reserve)

@@ -14,9 +14,9 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from tests.reliability.harness import BOUND, KITCHEN, DaemonProc, daemon_dir, new_mark, server_entry
+from tests.reliability.harness import BOUND, FAKE, DaemonProc, daemon_dir, new_mark, server_entry
 
 RSS_GROWTH_BOUND = 64 * 1024 * 1024
 
@@ -27,7 +27,7 @@ def hostile_daemon_proc(**more: dict[str, Any]) -> Iterator[DaemonProc]:
     the kitchen server as ``k`` and the entries ``more``."""
     with daemon_dir() as root:
         d = DaemonProc(root)
-        d.write_settings({"k": server_entry(KITCHEN, mark=new_mark(), timeout=20), **more})
+        d.write_settings({"k": server_entry(FAKE, mark=new_mark(), timeout=20), **more})
         d.start()
         try:
             yield d
@@ -111,9 +111,34 @@ def check_replies(lines: list[bytes], sent_ids: list[Any]) -> int:
     return responses
 
 
+class Peer(Protocol):
+    """Where a fuzz case goes: :class:`SocketPeer`, or the in-process dispatcher
+    (tests/reliability/in_process.py)."""
+
+    def exchange(self, data: bytes) -> list[bytes]: ...
+    def status_ok(self) -> None: ...
+    def rss(self) -> int: ...
+
+
 def status_ok(d: DaemonProc) -> None:
     with d.client() as c:
         assert c.call("daemon.status")["pid"] == d.pid
+
+
+class SocketPeer:
+    """A ``meworkd`` subprocess: each exchange on a fresh connection, half-closed after."""
+
+    def __init__(self, daemon: DaemonProc) -> None:
+        self.daemon = daemon
+
+    def exchange(self, data: bytes) -> list[bytes]:
+        return exchange(self.daemon, data)
+
+    def status_ok(self) -> None:
+        status_ok(self.daemon)
+
+    def rss(self) -> int:
+        return self.daemon.rss()
 
 
 # --- what a line must get -------------------------------------------------------------------------
@@ -149,19 +174,19 @@ def answered(value: Any) -> bool | None:
     return _member_answered(value)
 
 
-def send_values(d: DaemonProc, values: list[Any], tail: bytes = b"") -> None:
+def send_values(peer: Peer, values: list[Any], tail: bytes = b"") -> None:
     """One line per value (``json.dumps``), then ``tail`` unterminated; check the replies."""
     data = b"".join(json.dumps(v).encode() + b"\n" for v in values) + tail
     sent_ids = [i for v in values for i in _ids_in(v)]
-    responses = check_replies(exchange(d, data), sent_ids)
+    responses = check_replies(peer.exchange(data), sent_ids)
     verdicts = [answered(v) for v in values]
     assert sum(v is True for v in verdicts) <= responses <= sum(v is not False for v in verdicts)
 
 
-def send_raw_lines(d: DaemonProc, lines: list[bytes]) -> None:
+def send_raw_lines(peer: Peer, lines: list[bytes]) -> None:
     """Lines that are not JSON: every non-blank one gets exactly one parse error."""
     data = b"".join(line + b"\n" for line in lines)
-    replies = exchange(d, data)
+    replies = peer.exchange(data)
     assert check_replies(replies, []) == len(replies)
     expected = sum(1 for line in lines if line.strip())
     assert len(replies) == expected, (len(replies), expected)

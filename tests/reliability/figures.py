@@ -24,6 +24,7 @@ __all__ = [
     "FIXED_HOSTILE_INPUTS",
     "FUZZ_EXAMPLES",
     "FUZZ_GROUPS",
+    "FUZZ_SOCKET_EXAMPLES",
     "LAST_RUN",
     "LOAD",
     "RACE",
@@ -84,6 +85,16 @@ FUZZ_EXAMPLES: dict[str, int] = {
     "batches": 300,
     "half_lines_then_eof": 300,
 }
+# Of each strategy's cases, these go through the real socket of a meworkd subprocess; the rest
+# go to the same daemon code's dispatcher in the test process (much cheaper per case).
+FUZZ_SOCKET_EXAMPLES: dict[str, int] = {
+    "random_bytes": 50,
+    "invalid_utf8": 50,
+    "json_values": 50,
+    "request_shapes": 50,
+    "batches": 50,
+    "half_lines_then_eof": 150,
+}
 # The strategies split into groups, one test file each (test_fuzz_socket_<group>.py), of about
 # equal time (seconds measured alone on a busy 2-core machine: random_bytes 8, json_values 24,
 # batches 23; request_shapes 43, half_lines_then_eof 14, invalid_utf8 5), so that the suite's
@@ -108,8 +119,13 @@ FUZZ_SOAK_FACTOR = 5  # MEWORKD_SOAK=1: five times the examples, random instead 
 CONNECTION_CHURN = 500  # connections opened and dropped (mid-line, unread, subscribed, reset)
 
 
-def fuzz_examples(strategy: str) -> int:
-    return FUZZ_EXAMPLES[strategy] * (FUZZ_SOAK_FACTOR if SOAK else 1)
+def fuzz_examples(strategy: str, path: str | None = None) -> int:
+    """The cases of ``strategy``: all of them, or those sent on ``path`` ("socket" or
+    "in_process")."""
+    total = FUZZ_EXAMPLES[strategy]
+    through_socket = FUZZ_SOCKET_EXAMPLES[strategy]
+    count = {None: total, "socket": through_socket, "in_process": total - through_socket}[path]
+    return count * (FUZZ_SOAK_FACTOR if SOAK else 1)
 
 
 # --- 4. settings races ---------------------------------------------------------------------------
@@ -163,9 +179,12 @@ def render_deterministic() -> str:
         f"| daemon fault scenarios | {len(DAEMON_FAULTS)} "
         f"({CRASH_BEFORE_RENAME_TRIALS} crashes before rename, "
         f"{SIGKILL_WRITE_TRIALS} SIGKILLs during writes) |",
-        f"| hypothesis cases sent to the control socket | {fuzz_total} "
+        f"| hypothesis cases sent to the control API | {fuzz_total} "
         f"({', '.join(f'{k} {v}' for k, v in FUZZ_EXAMPLES.items())}; "
-        f"x{FUZZ_SOAK_FACTOR} with MEWORKD_SOAK=1) |",
+        f"x{FUZZ_SOAK_FACTOR} with MEWORKD_SOAK=1), of them "
+        f"{sum(FUZZ_SOCKET_EXAMPLES.values())} through the real socket "
+        f"({', '.join(f'{k} {v}' for k, v in FUZZ_SOCKET_EXAMPLES.items())}), "
+        "the rest to the dispatcher in process |",
         f"| fixed hostile inputs | {len(FIXED_HOSTILE_INPUTS)} |",
         f"| connections opened and dropped | {CONNECTION_CHURN} |",
         f"| settings-race schedule (seed {RACE['seed']}) | {RACE['steps']} steps "
@@ -193,7 +212,11 @@ def render_measured(data: dict[str, Any]) -> str:
     sf = data.get("server_faults", {})
     df = data.get("daemon_faults", {})
     hi = data.get("hostile_input", {})
-    fuzz_runs = [data.get(f"fuzz_{group}", {}).get("cases_run") for group in FUZZ_GROUPS]
+    fuzz_runs = [
+        data.get(f"fuzz_{group}_{path}", {}).get("cases_run")
+        for group in FUZZ_GROUPS
+        for path in ("socket", "in_process")
+    ]
     fuzz_run = "?" if None in fuzz_runs else sum(fuzz_runs)
     sr = data.get("settings_races", {})
     ld = data.get("load", {})

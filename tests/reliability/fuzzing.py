@@ -1,7 +1,9 @@
 """The hypothesis fuzz of the control socket: strategies, and one runner per group of them.
 
 Each strategy sends ``figures.FUZZ_EXAMPLES[name]`` derandomized cases (no example database) to
-one daemon, each on a fresh connection that is then half-closed, and checks every reply
+one daemon, most to its dispatcher in this process (tests/reliability/in_process.py) and
+``figures.FUZZ_SOCKET_EXAMPLES[name]`` of them through the real socket of a ``meworkd``
+subprocess, each on a fresh connection that is then half-closed; it checks every reply
 (tests/reliability/control_socket.py) and that ``daemon.status`` answers after every case. The
 strategies are split into ``figures.FUZZ_GROUPS``, one test file each
 (test_fuzz_socket_<group>.py), so that pytest-xdist's two workers share them: under
@@ -20,11 +22,10 @@ from hypothesis import strategies as st
 from tests.reliability import figures
 from tests.reliability.control_socket import (
     RSS_GROWTH_BOUND,
+    Peer,
     send_raw_lines,
     send_values,
-    status_ok,
 )
-from tests.reliability.harness import DaemonProc
 
 SAFE_METHODS = [
     "daemon.status",
@@ -152,9 +153,9 @@ def _parses(line: bytes) -> bool:
 # --- the fuzz -----------------------------------------------------------------------------------
 
 
-def _settings(name: str) -> Any:
+def _settings(name: str, path: str) -> Any:
     return settings(
-        max_examples=figures.fuzz_examples(name),
+        max_examples=figures.fuzz_examples(name, path),
         deadline=None,
         database=None,
         derandomize=not figures.SOAK,
@@ -162,41 +163,41 @@ def _settings(name: str) -> Any:
     )
 
 
-def _cases(d: DaemonProc, counts: dict[str, int]) -> dict[str, Callable[[], None]]:
+def _cases(d: Peer, path: str, counts: dict[str, int]) -> dict[str, Callable[[], None]]:
     """Every strategy as a hypothesis test against ``d``; a case counts once it passed."""
 
-    @_settings("random_bytes")
+    @_settings("random_bytes", path)
     @given(st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=8))
     def random_bytes(chunks: list[bytes]) -> None:
         # A chunk that happens to be JSON (b"1", b"[]") is left out: it is not a parse error.
         lines = [c.replace(b"\n", b" ") for c in chunks if not _parses(c.replace(b"\n", b" "))]
         send_raw_lines(d, lines or [b"\xff"])
-        status_ok(d)
+        d.status_ok()
         counts["random_bytes"] += 1  # counted once the case passed
 
-    @_settings("invalid_utf8")
+    @_settings("invalid_utf8", path)
     @given(st.data())
     def invalid_utf8(data: st.DataObject) -> None:
         lines = [_invalid_utf8_line(data.draw) for _ in range(data.draw(st.integers(1, 4)))]
         send_raw_lines(d, lines)
-        status_ok(d)
+        d.status_ok()
         counts["invalid_utf8"] += 1  # counted once the case passed
 
-    @_settings("json_values")
+    @_settings("json_values", path)
     @given(st.lists(json_values, min_size=1, max_size=6))
     def arbitrary_json(values: list[Any]) -> None:
         send_values(d, values)
-        status_ok(d)
+        d.status_ok()
         counts["json_values"] += 1  # counted once the case passed
 
-    @_settings("request_shapes")
+    @_settings("request_shapes", path)
     @given(st.lists(requests(), min_size=1, max_size=6))
     def request_shapes(values: list[dict[str, Any]]) -> None:
         send_values(d, values)
-        status_ok(d)
+        d.status_ok()
         counts["request_shapes"] += 1  # counted once the case passed
 
-    @_settings("batches")
+    @_settings("batches", path)
     @given(
         st.lists(
             st.lists(requests() | json_values, min_size=0, max_size=12), min_size=1, max_size=3
@@ -204,10 +205,10 @@ def _cases(d: DaemonProc, counts: dict[str, int]) -> dict[str, Callable[[], None
     )
     def batches(values: list[list[Any]]) -> None:
         send_values(d, values)
-        status_ok(d)
+        d.status_ok()
         counts["batches"] += 1  # counted once the case passed
 
-    @_settings("half_lines_then_eof")
+    @_settings("half_lines_then_eof", path)
     @given(
         st.lists(requests(), max_size=3),
         st.one_of(
@@ -218,7 +219,7 @@ def _cases(d: DaemonProc, counts: dict[str, int]) -> dict[str, Callable[[], None
     )
     def half_lines(values: list[dict[str, Any]], partial: bytes, cut: int) -> None:
         send_values(d, values, tail=partial[: max(1, min(cut, len(partial)))])
-        status_ok(d)
+        d.status_ok()
         counts["half_lines_then_eof"] += 1  # counted once the case passed
 
     return {
@@ -231,21 +232,24 @@ def _cases(d: DaemonProc, counts: dict[str, int]) -> dict[str, Callable[[], None
     }
 
 
-def run_fuzz(d: DaemonProc, group: str) -> None:
-    """Run the strategies of ``group`` against ``d``: every case passed, each counted exactly,
-    and the daemon's RSS grew less than this group's share of the whole fuzz's bound."""
+def run_fuzz(d: Peer, group: str, path: str) -> None:
+    """Run the strategies of ``group`` against ``d`` (``path``: "socket" or "in_process"): every
+    case passed and each counted exactly. Through the socket, the daemon's RSS grew less than
+    this group's share of the whole fuzz's bound (in process, RSS would be the test's own)."""
     names = figures.FUZZ_GROUPS[group]
     rss_before = d.rss()
     counts: dict[str, int] = dict.fromkeys(figures.FUZZ_EXAMPLES, 0)
-    cases = _cases(d, counts)
+    cases = _cases(d, path, counts)
     for name in names:
         cases[name]()
     growth = d.rss() - rss_before
     run = sum(counts.values())
-    figures.record(f"fuzz_{group}", cases_run=run, rss_growth_kib=growth // 1024)
-    expected = {k: figures.fuzz_examples(k) if k in names else 0 for k in figures.FUZZ_EXAMPLES}
+    figures.record(f"fuzz_{group}_{path}", cases_run=run, rss_growth_kib=growth // 1024)
+    expected = {
+        k: figures.fuzz_examples(k, path) if k in names else 0 for k in figures.FUZZ_EXAMPLES
+    }
     assert counts == expected, counts
-    # The bound of the whole fuzz (one daemon, every case), shared by case count: the same
-    # growth per case is allowed as when one daemon took them all.
-    share = sum(figures.FUZZ_EXAMPLES[k] for k in names) / sum(figures.FUZZ_EXAMPLES.values())
-    assert growth < RSS_GROWTH_BOUND * share, f"RSS grew by {growth >> 20} MiB"
+    if path == "socket":
+        # The bound of the whole fuzz (one daemon, every case), shared by the group's cases.
+        share = sum(figures.FUZZ_EXAMPLES[k] for k in names) / sum(figures.FUZZ_EXAMPLES.values())
+        assert growth < RSS_GROWTH_BOUND * share, f"RSS grew by {growth >> 20} MiB"

@@ -28,7 +28,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -43,10 +42,25 @@ from mework_client import Client
 from mework_client.aio import AsyncClient, connect
 
 from meworkd.mcp.ledger import PidLedger
+from tests.common import (
+    BOUND,
+    ENVDUMP,
+    FAKE,
+    HTTP_SERVER,
+    KITCHEN,
+    PY,
+    RAW_BAD,
+    SERVERS,
+    START_BOUND,
+    document,
+    text_of,
+    write_document,
+)
 
 __all__ = [
     "BOUND",
     "ENVDUMP",
+    "FAKE",
     "HTTP_SERVER",
     "KITCHEN",
     "LOCAL_SERVERS",
@@ -54,6 +68,7 @@ __all__ = [
     "MEWORKD",
     "PY",
     "RAW_BAD",
+    "SERVERS",
     "DaemonProc",
     "HttpFixture",
     "alive",
@@ -73,17 +88,9 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-PY = sys.executable
 MEWORKD = REPO / ".venv" / "bin" / "meworkd"
-SERVERS = REPO / "tests" / "servers"
-KITCHEN = str(SERVERS / "kitchen.py")
-RAW_BAD = str(SERVERS / "raw_bad.py")
-HTTP_SERVER = str(SERVERS / "http_server.py")
-ENVDUMP = str(SERVERS / "envdump.py")
 LOCAL_SERVERS = Path(__file__).resolve().parent / "servers"
 MARK_VAR = "MW_REL_MARK"
-BOUND = 20.0  # seconds any single wait may take before it is a failure (not a timing claim)
-START_BOUND = 30.0
 
 
 def new_mark() -> str:
@@ -123,10 +130,7 @@ class DaemonProc:
     def write_settings(
         self, servers: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     ) -> None:
-        doc: dict[str, Any] = {"assets": {"mcpServers": dict(servers)}, **dict(extra or {})}
-        self.settings.parent.mkdir(parents=True, exist_ok=True)
-        self.settings.write_text(json.dumps(doc, indent=2))
-        self.settings.chmod(0o600)
+        write_document(self.settings, document(servers, **dict(extra or {})))
 
     def start(
         self,
@@ -286,10 +290,6 @@ def bound_name(turn: Mapping[str, Any], server: str, tool: str) -> str:
         if binding["server"] == server and binding["tool"] == tool:
             return str(name)
     raise AssertionError(f"{server}/{tool} is not bound: {turn['bindings']} {turn['failures']}")
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    return "".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
 
 
 # --- processes ---------------------------------------------------------------------------------

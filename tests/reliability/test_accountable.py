@@ -1,4 +1,4 @@
-"""Issue 14, points 7 and 8: nothing the daemon did goes unaccounted, not even across a SIGKILL.
+"""Nothing the daemon did goes unaccounted, not even across a SIGKILL (issue 14, points 7 and 8).
 
 * A call that was running and one that waited for approval when the daemon was SIGKILLed are in
   the audit after the next start, marked ``interrupted``.
@@ -24,7 +24,7 @@ from mework_client.aio import AsyncClient
 from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     MARK_VAR,
     PY,
     DaemonProc,
@@ -38,7 +38,7 @@ from tests.reliability.harness import (
     wait_marked_gone,
     wait_until,
 )
-from tests.turn_helpers import Harness, document, kitchen, mw_fixture  # noqa: F401
+from tests.turn_helpers import Harness, document, fake, mw_fixture  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +53,7 @@ async def _call_until_lost(client: AsyncClient, params: dict[str, Any]) -> None:
 
 async def test_sigkill_leaves_no_call_unaccounted(spawn_daemon: Callable[..., DaemonProc]) -> None:
     d = spawn_daemon()
-    d.write_settings({"k": server_entry(KITCHEN, mark=new_mark(), timeout=60)})
+    d.write_settings({"k": server_entry(FAKE, mark=new_mark(), timeout=60)})
     d.start()
     async with d.connect() as client:
         await client.subscribe(["approval.requested", "turn.progress"])
@@ -109,7 +109,7 @@ async def test_helpers_that_leave_the_group_stop_with_their_session(
     mark = new_mark()
     entry = {
         "command": "/bin/sh",
-        "args": ["-c", ESCAPING, "sh", str(d.root), PY, KITCHEN],
+        "args": ["-c", ESCAPING, "sh", str(d.root), PY, FAKE],
         "env": {MARK_VAR: mark},
         "timeoutSeconds": 10,
     }
@@ -163,7 +163,7 @@ async def test_each_double_forked_helper_stops_with_its_own_session(
     d = spawn_daemon()
     entry = {
         "command": "/bin/sh",
-        "args": ["-c", DOUBLE_FORKING, "sh", str(d.root), PY, KITCHEN],
+        "args": ["-c", DOUBLE_FORKING, "sh", str(d.root), PY, FAKE],
         "env": {MARK_VAR: new_mark()},
         "timeoutSeconds": 10,
     }
@@ -196,7 +196,7 @@ async def test_daemons_sharing_a_state_dir_never_stop_each_others_children(
     a, b = spawn_daemon("a"), spawn_daemon("b")
     b.state_dir = a.state_dir  # the mistake: another socket, the same state directory
     mark = new_mark()
-    a.write_settings({"k": server_entry(KITCHEN, mark=mark, timeout=60)})
+    a.write_settings({"k": server_entry(FAKE, mark=mark, timeout=60)})
     b.write_settings({})
     a.start()
     async with a.connect() as client:
@@ -214,7 +214,7 @@ async def test_daemons_sharing_a_state_dir_never_stop_each_others_children(
 
 async def test_a_child_the_ledger_cannot_record_is_stopped_at_once(mw: Harness) -> None:
     tag = uuid.uuid4().hex
-    await mw.start(document({"k": kitchen("--name", tag)}))
+    await mw.start(document({"k": fake("--name", tag)}))
     mw.d.ledger.path.with_suffix(".tmp").mkdir()  # the ledger's next write fails, even as root
     conv = await mw.conversation(["k"])
     turn = await mw.begin(conv)

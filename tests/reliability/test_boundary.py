@@ -1,4 +1,4 @@
-"""Issue 14, point 3: the local boundary holds against another local user.
+"""The local boundary holds against another local user (issue 14, point 3).
 
 The hostile user is simulated as root (these tests need it): directories and files owned by
 uid 65534 (``nobody``) with ``os.chown``, and sockets served by a process that dropped to that
@@ -30,7 +30,7 @@ from mework_client.aio import connect
 
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     MEWORKD,
     DaemonProc,
     begin,
@@ -431,7 +431,7 @@ STRICT_CASES = [
 @pytest.mark.parametrize("case", STRICT_CASES)
 def test_a_settings_file_others_can_write_is_not_used(case: str) -> None:
     with daemon_dir() as root:
-        d = _settings_daemon(root, {"planted": server_entry(KITCHEN, mark=new_mark())})
+        d = _settings_daemon(root, {"planted": server_entry(FAKE, mark=new_mark())})
         _loosen(d, case)
         d.start()
         try:
@@ -466,7 +466,7 @@ def test_a_settings_file_others_can_write_is_not_used(case: str) -> None:
 async def test_a_settings_file_made_writable_while_running_is_not_reloaded() -> None:
     mark = new_mark()
     with daemon_dir() as root:
-        d = _settings_daemon(root, {"good": server_entry(KITCHEN, mark=mark)}, hooks=False)
+        d = _settings_daemon(root, {"good": server_entry(FAKE, mark=mark)}, hooks=False)
         d.start()
         try:
             async with d.connect() as client:
@@ -477,10 +477,10 @@ async def test_a_settings_file_made_writable_while_running_is_not_reloaded() -> 
                 )
                 d.settings.chmod(0o666)  # the user slips; another user then writes to it
                 planted = {
-                    "assets": {"mcpServers": {"good": server_entry(KITCHEN, mark=mark)}},
+                    "assets": {"mcpServers": {"good": server_entry(FAKE, mark=mark)}},
                     "hooks": {"PermissionRequest": [_allow_everything()]},
                 }
-                planted["assets"]["mcpServers"]["evil"] = server_entry(KITCHEN, mark=mark)
+                planted["assets"]["mcpServers"]["evil"] = server_entry(FAKE, mark=mark)
                 d.settings.write_text(json.dumps(planted))
                 with anyio.fail_after(BOUND):
                     _topic, data = await client.next_event("settings.invalid")
@@ -501,7 +501,7 @@ async def test_a_settings_file_made_writable_while_running_is_not_reloaded() -> 
 
 def test_a_settings_file_others_can_read_is_used_with_a_warning() -> None:
     with daemon_dir() as root:
-        d = _settings_daemon(root, {"mine": server_entry(KITCHEN, mark=new_mark())}, False)
+        d = _settings_daemon(root, {"mine": server_entry(FAKE, mark=new_mark())}, False)
         d.settings.chmod(0o644)
         d.start()
         try:
@@ -552,7 +552,7 @@ async def test_every_file_meworkd_creates_is_private_whatever_the_umask() -> Non
 
 
 def _kitchen() -> dict[str, Any]:
-    return server_entry(KITCHEN, mark=new_mark(), timeout=20)  # a busy machine starts slowly
+    return server_entry(FAKE, mark=new_mark(), timeout=20)  # a busy machine starts slowly
 
 
 def _listing(d: DaemonProc) -> dict[Path, tuple[int, int]]:

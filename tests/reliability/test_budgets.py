@@ -1,4 +1,4 @@
-"""Issue 14, point 5: budgets in bytes, not lines.
+"""Budgets in bytes, not lines (issue 14, point 5).
 
 Each attack runs against the real daemon (a ``meworkd`` subprocess, so the memory measured is
 its own) over real sockets, pipes and HTTP, and must leave the daemon's peak RSS less than

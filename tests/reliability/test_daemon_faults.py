@@ -1,4 +1,4 @@
-"""Issue 8, part 2: the daemon itself dies, and nothing is lost or left running.
+"""The daemon itself dies, and nothing is lost or left running (issue 8, part 2).
 
 * SIGKILL of a ``meworkd`` subprocess with live stdio sessions whose servers survive their
   parent (they ignore SIGTERM and stdin EOF, one has a grandchild): a new daemon started on the
@@ -25,7 +25,7 @@ import pytest
 from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     PY,
     RAW_BAD,
     DaemonProc,
@@ -59,9 +59,9 @@ async def test_sigkill_with_live_sessions_then_restart(
     mark = new_mark()
     d.write_settings(
         {
-            "stubborn": server_entry(KITCHEN, "--ignore-sigterm", mark=mark, timeout=20),
+            "stubborn": server_entry(FAKE, "--ignore-sigterm", mark=mark, timeout=20),
             "stubborn-gc": server_entry(
-                KITCHEN, "--ignore-sigterm", "--grandchild", mark=mark, timeout=20
+                FAKE, "--ignore-sigterm", "--grandchild", mark=mark, timeout=20
             ),
             "polite": server_entry(RAW_BAD, "--mode", "legacy", mark=mark, timeout=20),
         },

@@ -12,7 +12,7 @@ import json
 import anyio
 import pytest
 
-from tests.reliability.harness import BOUND, KITCHEN, DaemonProc, daemon_dir, new_mark, server_entry
+from tests.reliability.harness import BOUND, FAKE, DaemonProc, daemon_dir, new_mark, server_entry
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +29,7 @@ async def test_debug_logging_beside_the_settings_does_not_feed_the_watcher() -> 
                 # Two edits: the watcher passes a whole cycle after the first reload's own log
                 # lines changed the directory, and would log that cycle (it logs before yielding).
                 for name in ("first", "second"):
-                    daemon.write_settings({name: server_entry(KITCHEN, mark=new_mark())})
+                    daemon.write_settings({name: server_entry(FAKE, mark=new_mark())})
                     with anyio.fail_after(BOUND):
                         _, reloaded = await client.next_event("settings.reloaded")
                     assert name in json.dumps(reloaded)

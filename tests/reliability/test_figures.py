@@ -1,4 +1,4 @@
-"""Issue 8, part 7: docs/reliability.md tells the truth about what the suite tries.
+"""The figures of docs/reliability.md tell the truth about what the suite tries (issue 8, part 7).
 
 The fixed figures (case counts, schedule lengths, scenario counts, bounds) are rendered from
 ``figures.py`` and must match the doc's ``fixed`` block: change a count without updating the doc

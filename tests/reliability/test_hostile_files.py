@@ -1,4 +1,4 @@
-"""Issue 14, point 4: no settings file can crash or hang the daemon.
+"""No settings file can crash or hang the daemon (issue 14, point 4).
 
 The real ``meworkd`` in a subprocess. Its settings path is made a directory, a loop of symbolic
 links, a dangling link, a FIFO, unreadable (mode 000; run as root, the daemon is started

@@ -1,4 +1,4 @@
-"""Issue 8, part 3: hostile bytes on the control socket, and connection churn.
+"""Hostile bytes on the control socket, and connection churn (issue 8, part 3).
 
 One ``meworkd`` subprocess serves the whole module. A fixed list of hostile inputs adds what the
 random generation of the fuzz (test_fuzz_socket_*.py, tests/reliability/fuzzing.py) rarely
@@ -33,7 +33,7 @@ from tests.reliability.control_socket import (
 )
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     DaemonProc,
     bound_name,
     new_mark,
@@ -48,7 +48,7 @@ DEEP_CALL_TIMEOUT = 8  # seconds; also bounds opening its session, slow on a bus
 
 @pytest.fixture(scope="module")
 def hostile_daemon() -> Iterator[DaemonProc]:
-    deep = server_entry(KITCHEN, mark=new_mark(), timeout=DEEP_CALL_TIMEOUT)
+    deep = server_entry(FAKE, mark=new_mark(), timeout=DEEP_CALL_TIMEOUT)
     with hostile_daemon_proc(deep=deep) as d:
         yield d
 

@@ -1,4 +1,4 @@
-"""Issue 8, part 6: 50 conversations calling tools at once, with a server crashing meanwhile.
+"""50 conversations calling tools at once, with a server crashing meanwhile (issue 8, part 6).
 
 One ``meworkd`` subprocess, five control connections, ten conversations on each, every
 conversation calling its tool in a loop for ``figures.LOAD["seconds"]`` (15 s; 60 s with
@@ -33,7 +33,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
-    KITCHEN,
+    FAKE,
     LOCAL_SERVERS,
     DaemonProc,
     bound_name,
@@ -112,9 +112,9 @@ async def test_fifty_conversations_under_load(spawn_daemon: Any) -> None:
     mark = new_mark()
     d.write_settings(
         {
-            "echo": server_entry(KITCHEN, mark=mark, timeout=20),
-            "slow": server_entry(KITCHEN, mark=mark, timeout=20),
-            "crashy": server_entry(KITCHEN, mark=mark, timeout=20),
+            "echo": server_entry(FAKE, mark=mark, timeout=20),
+            "slow": server_entry(FAKE, mark=mark, timeout=20),
+            "crashy": server_entry(FAKE, mark=mark, timeout=20),
             "light": server_entry(HOSTILE, mark=mark, timeout=20),
         }
     )

@@ -1,4 +1,4 @@
-"""Issue 8, part 5: nobody else gets in, secrets stay home, approvals cannot be talked around.
+"""Nobody else gets in, secrets stay home, approvals cannot be talked around (issue 8, part 5).
 
 One ``meworkd`` subprocess (started with ``DAEMON_SECRET`` and ``MW_CANARY_VAR`` in its own
 environment) serves the module; a client subscribed to every topic records every event from the
@@ -30,7 +30,7 @@ from tests.reliability import figures
 from tests.reliability.harness import (
     BOUND,
     ENVDUMP,
-    KITCHEN,
+    FAKE,
     LOCAL_SERVERS,
     DaemonProc,
     HttpFixture,
@@ -137,7 +137,7 @@ def sec() -> Iterator[Sec]:
                 "failing": server_entry(
                     HOSTILE, "--exit-with-env", "TOKEN", mark=mark, timeout=20, env=secret_env
                 ),
-                "genuine": server_entry(KITCHEN, mark=mark, timeout=20),
+                "genuine": server_entry(FAKE, mark=mark, timeout=20),
             }
             for name, url in urls.items():
                 servers[f"http-{name}"] = {

@@ -1,4 +1,4 @@
-"""Issue 8, part 1: MCP servers that misbehave, against one ``meworkd`` subprocess.
+"""MCP servers that misbehave, against one ``meworkd`` subprocess (issue 8, part 1).
 
 Every scenario runs its fault in a conversation of its own while a healthy kitchen server in
 another conversation keeps answering echo calls, and then checks four things:
@@ -27,7 +27,7 @@ from mework_client import RpcError
 
 from tests.reliability import figures
 from tests.reliability.harness import (
-    KITCHEN,
+    FAKE,
     LOCAL_SERVERS,
     MARK_VAR,
     RAW_BAD,
@@ -72,8 +72,8 @@ class Fault:
     stderr_expect: str | None = None  # a line the server's log ring must hold afterwards
 
 
-def kitchen(*args: str) -> Callable[[str, str], dict[str, Any]]:
-    return lambda mark, _url: server_entry(KITCHEN, *args, mark=mark, timeout=TIMEOUT)
+def fake(*args: str) -> Callable[[str, str], dict[str, Any]]:
+    return lambda mark, _url: server_entry(FAKE, *args, mark=mark, timeout=TIMEOUT)
 
 
 def raw_bad(mode: str) -> Callable[[str, str], dict[str, Any]]:
@@ -90,11 +90,11 @@ def http(_mark: str, url: str) -> dict[str, Any]:
 
 TIMED_OUT = rf"timed out after {TIMEOUT} s"
 FAULTS = [
-    Fault("exit_at_start", kitchen("--exit-at-start", "3"), r"exited with code 3", "begin"),
-    Fault("crash_mid_call", kitchen(), r"closed the connection during the call", tool="die"),
+    Fault("exit_at_start", fake("--exit-at-start", "3"), r"exited with code 3", "begin"),
+    Fault("crash_mid_call", fake(), r"closed the connection during the call", tool="die"),
     Fault(
         "hang_call",
-        kitchen(),
+        fake(),
         TIMED_OUT,
         tool="slow",
         arguments={"seconds": 3600},
@@ -104,14 +104,14 @@ FAULTS = [
     Fault("silent_call", raw_bad("silent"), TIMED_OUT, tool="t", slow=True),
     Fault(
         "hang_initialize",
-        kitchen("--hang-initialize"),
+        fake("--hang-initialize"),
         TIMED_OUT,
         "begin",
         slow=True,
     ),
     Fault(
         "flood_stderr",
-        kitchen(),
+        fake(),
         rf"^flooded$|{TIMED_OUT}",
         tool="flood_stderr",
         arguments={"bytes": figures.FLOOD_BYTES},
@@ -119,7 +119,7 @@ FAULTS = [
     ),
     Fault(
         "big_reply",
-        kitchen(),
+        fake(),
         r"passed 81920 bytes while it was still arriving, over the limit of 65536 bytes, so it "
         r"was refused",
         tool="big",
@@ -135,7 +135,7 @@ FAULTS = [
     ),
     Fault(
         "stdout_junk",
-        kitchen("--stdout-junk"),
+        fake("--stdout-junk"),
         r"^hi$",
         tool="echo",
         arguments={"text": "hi"},
@@ -152,7 +152,7 @@ FAULTS = [
     ),
     Fault(
         "grandchild",
-        kitchen("--grandchild", "--ignore-sigterm"),
+        fake("--grandchild", "--ignore-sigterm"),
         r"^\d+$",
         tool="spawn_grandchild",
     ),
@@ -181,7 +181,7 @@ def fault_daemon() -> Iterator[DaemonProc]:
     with daemon_dir() as root:
         d = DaemonProc(root)
         # A generous timeout: the healthy server must never be the one that times out.
-        d.write_settings({"healthy": server_entry(KITCHEN, mark=HEALTHY_MARK, timeout=60)})
+        d.write_settings({"healthy": server_entry(FAKE, mark=HEALTHY_MARK, timeout=60)})
         try:  # a failed set-up must not leave the daemon behind either
             d.start()
             with d.client() as c:
@@ -389,9 +389,7 @@ async def test_hang_initialize_answers_within_timeout(fault_daemon: DaemonProc) 
     d = fault_daemon
     mark = new_mark()
     name = "fault-hang-init-stubborn"
-    entry = server_entry(
-        KITCHEN, "--hang-initialize", "--ignore-sigterm", mark=mark, timeout=TIMEOUT
-    )
+    entry = server_entry(FAKE, "--hang-initialize", "--ignore-sigterm", mark=mark, timeout=TIMEOUT)
     async with d.connect() as client:
         await call(client, "servers.add", {"name": name, "server": entry})
         try:

@@ -1,4 +1,4 @@
-"""Issue 8, part 4: RPC writes and hand edits of the settings file, interleaved.
+"""RPC writes and hand edits of the settings file, interleaved (issue 8, part 4).
 
 A seeded random schedule (``figures.RACE``) mixes RPC writes (``servers.add``, ``servers.update``
 adding an unknown key, ``servers.setToolEnabled``), up to four in flight at once, with hand edits
@@ -129,6 +129,7 @@ async def test_rpc_writes_and_hand_edits_interleaved(
     hand: list[tuple[str, str]] = []  # (kind, key) of hand edits
     refused = 0
     in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
+    hand_editing = anyio.Lock()  # held while a hand edit runs
 
     async with d.connect() as client:
 
@@ -174,6 +175,10 @@ async def test_rpc_writes_and_hand_edits_interleaved(
                         if exc.kind != "settings_unreadable":
                             raise
                         refused += 1
+                        # Retry once that hand edit is done: spinning instead could use up
+                        # every attempt while a loaded machine holds the editor mid-write.
+                        async with hand_editing:
+                            pass
                         continue
                     acked.append(target)
                     return
@@ -200,10 +205,11 @@ async def test_rpc_writes_and_hand_edits_interleaved(
                         where = doc if kind == "hand_key" else doc["assets"]["mcpServers"]
                         return key in where
 
-                    if rng.random() < 0.5:
-                        await anyio.to_thread.run_sync(editor.atomic, edit)
-                    else:
-                        await anyio.to_thread.run_sync(editor.in_place, edit, present)
+                    async with hand_editing:
+                        if rng.random() < 0.5:
+                            await anyio.to_thread.run_sync(editor.atomic, edit)
+                        else:
+                            await anyio.to_thread.run_sync(editor.in_place, edit, present)
                     hand.append((kind, key))
                 # After every step the file is whole: it parses.
                 json.loads(d.settings.read_bytes())

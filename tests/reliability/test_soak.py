@@ -14,7 +14,7 @@ import pytest
 
 from tests.reliability import figures
 from tests.reliability.harness import (
-    KITCHEN,
+    FAKE,
     bound_name,
     call,
     new_mark,
@@ -36,7 +36,7 @@ RSS_GROWTH_BOUND = 48 * 1024 * 1024
 async def test_repeated_faults_keep_memory_flat(spawn_daemon: Any) -> None:
     d = spawn_daemon()
     mark = new_mark()
-    d.write_settings({"k": server_entry(KITCHEN, mark=mark, timeout=20)})
+    d.write_settings({"k": server_entry(FAKE, mark=mark, timeout=20)})
     await anyio.to_thread.run_sync(d.start)
     samples: list[int] = []
     started = time.monotonic()

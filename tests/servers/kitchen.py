@@ -103,8 +103,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+def start_up(args: argparse.Namespace) -> None:
+    """What the start-up options do before serving (shared with the stdlib-only fake.py)."""
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.exit_at_start is not None:
@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> None:
         threading.Thread(target=drain_stdin, daemon=True).start()
         sleep_forever()
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    start_up(args)
     import anyio
 
     anyio.run(serve, args)

@@ -23,7 +23,7 @@ from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Log, Select, Static, TabbedContent, TextArea
 
-from tests.daemon_helpers import kitchen
+from tests.common import fake
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import (
     add_servers,
@@ -44,7 +44,7 @@ async def test_switch_test_edit_tools_and_logs(ui_daemon: UiDaemon) -> None:
         ui_daemon.socket,
         {
             "sw-every": everything(env={"TOKEN": "s3cret"}),
-            "sw-broken": kitchen("--exit-at-start", "3"),
+            "sw-broken": fake("--exit-at-start", "3"),
         },
     )
     async with connect(ui_daemon.socket) as client:

@@ -12,7 +12,8 @@ from mework_client.aio import connect
 from mework_ui.app import MeworkApp
 from textual.widgets import DataTable
 
-from tests.daemon_helpers import kitchen, start_daemon
+from tests.common import fake
+from tests.daemon_helpers import start_daemon
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import add_servers, cell, move_to, text, until
 
@@ -23,7 +24,7 @@ async def test_says_when_meworkd_restarts_and_reconnects(short_tmp: Path) -> Non
     app = MeworkApp(str(short_tmp / "run" / "d.sock"))
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: "retrying" in text(app, "#topbar"))  # no daemon yet
-        async with start_daemon(short_tmp, {"kitchen": kitchen()}):
+        async with start_daemon(short_tmp, {"kitchen": fake()}):
             table = app.screen.query_one(DataTable)
             await until(pilot, lambda: app.model.online and table.row_count == 1)
             assert "● connected" in text(app, "#topbar")
@@ -70,7 +71,7 @@ async def test_says_starting_while_the_socket_does_not_answer_yet(short_tmp: Pat
 
 async def test_a_failure_at_discovery_shows_with_its_reason(ui_daemon: UiDaemon) -> None:
     """server.status failed while the UI runs; lastError for a UI started afterwards."""
-    await add_servers(ui_daemon.socket, {"fl-broken": kitchen("--exit-at-start", "3")})
+    await add_servers(ui_daemon.socket, {"fl-broken": fake("--exit-at-start", "3")})
     await shows_the_failure(ui_daemon.socket, fail_meanwhile=True)
     await shows_the_failure(ui_daemon.socket, fail_meanwhile=False)
 

@@ -1,4 +1,4 @@
-"""Issue 14.4, "SIGTERM stops it within 5 s in every state": what stopping costs the daemon.
+"""What stopping costs the daemon (issue 14.4, "SIGTERM stops it within 5 s in every state").
 
 The real ``meworkd`` in a subprocess. Its SIGTERM-to-exit time on a busy machine was dominated
 by the interpreter's teardown after the daemon had already stopped (freeing the SDK's, pydantic's

@@ -25,7 +25,7 @@ from mework_client.ctl.requests import read_field
 from mework_client.ctl.servers import DIALING
 
 from tests.test_ctl import (
-    KITCHEN,
+    FAKE,
     MEWORKCTL,
     RUN_TIMEOUT,
     Daemon,
@@ -189,7 +189,7 @@ def test_only_the_result_reaches_stdout_when_stderr_is_a_terminal(daemon: Daemon
 
 
 def test_a_slow_server_spins_on_the_terminal_and_leaves_stdout_empty(daemon: Daemon) -> None:
-    ok(daemon, "servers", "add", "slow", "--timeout-seconds", "1", "--", *KITCHEN,
+    ok(daemon, "servers", "add", "slow", "--timeout-seconds", "1", "--", *FAKE,
        "--hang-initialize")  # fmt: skip
     code, out, shown = ctl_on_a_terminal(daemon, "servers", "prompts", "slow")
     assert (code, out) == (1, "")
@@ -323,7 +323,7 @@ def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> 
 
 
 def test_servers_logs_says_when_there_is_nothing_to_show(daemon: Daemon) -> None:
-    ok(daemon, "servers", "add", "quiet", "--", *KITCHEN)
+    ok(daemon, "servers", "add", "quiet", "--", *FAKE)
     done = run_ctl(daemon, "servers", "logs", "quiet")
     assert (done.returncode, done.stdout, done.stderr) == (
         0,

@@ -1,5 +1,5 @@
-"""Issue 13.5: the fast path and jsonrpcserver's pipeline answer the same, batches and lines that
-do not parse included.
+"""The fast path and jsonrpcserver's pipeline answer the same, batches and lines that
+do not parse included (issue 13.5).
 
 ``tests/test_dispatch.py`` compares the two paths on single requests; the fast path also splits
 batches itself and decodes every line first (its own parse errors, a lone surrogate), so those

@@ -1,4 +1,4 @@
-"""Issue 14.2: what ``${VAR}`` puts into a URL stays out of a real daemon's debug log.
+"""What ``${VAR}`` puts into a URL stays out of a real daemon's debug log (issue 14.2).
 
 ``tests/test_secrets.py`` proves the query of a URL absent from the log of a ``meworkd``
 process, and every part in replies; its other tests run the daemon in-process, where the log
