@@ -14,7 +14,7 @@ from mework_client.ctl.settings_state import settings_lines
 from mework_protocol.wording import server_state, unreadable_settings
 
 from tests.test_ctl import (
-    KITCHEN,
+    FAKE,
     Daemon,
     daemon_fixture,  # noqa: F401  (the daemon fixture: one daemon for this module)
     ok,
@@ -74,7 +74,7 @@ def test_test_connection_is_the_servers_latest_word(daemon: Daemon) -> None:
     ok_json(daemon, "turn", "begin", "sw-c2")
     assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"]["conversation"] == "sw-c2"
     with Client(daemon.socket) as client:  # fixed by hand, as the UI's fields or an editor do
-        patch = {"command": KITCHEN[0], "args": KITCHEN[1:]}
+        patch = {"command": FAKE[0], "args": FAKE[1:]}
         client.call("servers.update", {"name": "sw-fix", "patch": patch})
     ok(daemon, "servers", "test", "sw-fix")
     assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"] is None

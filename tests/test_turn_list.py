@@ -19,7 +19,7 @@ from tests.test_ctl import (
     ok_json,
     run_ctl,
 )
-from tests.test_ctl_followups import BASH_COMPLETE
+from tests.test_ctl_edit_and_output import BASH_COMPLETE
 
 
 def begin(daemon: Daemon, conversation: str) -> tuple[str, list[str]]:
