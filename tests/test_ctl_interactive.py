@@ -110,7 +110,7 @@ def test_edit_unchanged_or_emptied_changes_nothing(daemon: Daemon, tmp_path: Pat
 def test_edit_of_an_unknown_server_or_without_an_editor(daemon: Daemon) -> None:
     done = run_ctl(daemon, "servers", "edit", "nope")
     assert done.returncode == 1
-    assert "(server_not_found)" in done.stderr
+    assert "no MCP server named 'nope'" in done.stderr
     add_kitchen(daemon, "ed3")
     env = {k: v for k, v in daemon.env().items() if k not in ("VISUAL", "EDITOR")}
     done = subprocess.run(

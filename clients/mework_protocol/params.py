@@ -25,6 +25,7 @@ __all__ = [
     "GetServerParams",
     "IdParams",
     "ImportParams",
+    "ListTurnsParams",
     "LogsParams",
     "McpOptionsParams",
     "NameParams",
@@ -190,6 +191,10 @@ class CancelParams(_Params):
 
 class TurnParams(_Params):
     turn_id: str
+
+
+class ListTurnsParams(_Params):
+    conversation_id: str | None = None
 
 
 class RespondParams(_Params):

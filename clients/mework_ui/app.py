@@ -32,6 +32,8 @@ class MeworkApp(App[None]):
         Binding("f3", "conversations", "Chats", priority=True),
         Binding("f4", "questions", "Questions", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
+        # Not a priority: a text field that has focus takes the q as a letter.
+        Binding("q", "quit", "Quit", show=False),
     ]
 
     def __init__(self, socket_path: str | None = None, **options: Any) -> None:

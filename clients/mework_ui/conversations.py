@@ -156,9 +156,17 @@ class ConversationsScreen(Screen[None]):
             preset = conv.get("preset")
             self.query_one("#preset", Select).value = preset if preset else Select.NULL
         self.show_cards()
+        self.show_why(conv)
+
+    def show_why(self, conv: dict[str, Any]) -> None:
+        """The checks of the servers this conversation selects, each once (the others' tools
+        are missing by choice: nothing to explain)."""
         lines = [f"{self.chosen}: why a server's tools would be missing from the next turn"]
-        for name, entry in self.mework.servers.items():
-            failure = self.mework.failures.get(name)
+        selected = list(dict.fromkeys(conv.get("mcpServers") or []))
+        if not selected:
+            lines.append("no server selected: select one above")
+        for name in selected:
+            entry, failure = self.mework.servers.get(name), self.mework.failures.get(name)
             lines += check_summary(name, why_missing(name, entry, conv, failure))
         self.query_one("#why", Static).update("\n".join(lines))
 

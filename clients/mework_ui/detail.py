@@ -56,6 +56,7 @@ class DetailScreen(Screen[None]):
         self.revealed = False
         self.saving = anyio.Lock()  # one patch at a time: an oauth patch builds on the last
         self.kept_oauth: dict[str, Any] | None = None  # the object "OAuth login" off replaced
+        self.refused: set[str] = set()  # fields showing why their text was not saved
 
     @property
     def mework(self) -> Model:
@@ -159,15 +160,35 @@ class DetailScreen(Screen[None]):
                 widget.refresh_model()
 
     def set_msg(self, key: str, text: str) -> None:
+        if text.endswith("(not saved)"):
+            self.refused.add(key)
+        else:
+            self.refused.discard(key)
         for msg in self.query(f"#m-{key}"):
             if isinstance(msg, Static):
                 msg.update(text)
+
+    @on(Input.Changed, ".row Input")
+    def typed(self, event: Input.Changed) -> None:
+        """A refusal goes once the text is back to what is saved, or reads as a valid value
+        (the daemon's own checks run when it is committed)."""
+        key = (event.input.id or "")[2:]
+        if key not in self.refused:
+            return
+        try:
+            parse_field(key, event.value)
+        except FieldError:
+            if show_field(key, self.entry) != event.value:
+                return
+        self.set_msg(key, "")
 
     @on(Input.Submitted)
     @on(Input.Blurred)
     def commit_text(self, event: Input.Submitted | Input.Blurred) -> None:
         key = (event.input.id or "")[2:]
         if show_field(key, self.entry) == event.value:
+            if key in self.refused:
+                self.set_msg(key, "")  # back to what is saved: the refusal no longer applies
             return  # unchanged: every write rewrites and reloads the file, so write only changes
         try:
             value = parse_field(key, event.value)
@@ -258,6 +279,8 @@ class DetailScreen(Screen[None]):
         for key in (*texts, *(field for field, _label in OAUTH_TEXT_FIELDS)):
             if show_field(key, draft):  # kept as a draft, saved with it now
                 self.set_msg(key, "✓ saved")
+        for key in ("enabled", "longRunning"):  # a switch's draft notice: its value, now saved
+            self.set_msg(key, "on" if draft.get(key) else "off")
         self.server = name
         self.refresh_bindings()  # now it can be tested
         self.notify(f"added {name}")

@@ -1,14 +1,19 @@
-"""``mework-ui`` / ``meworkctl ui``: refuse without a terminal, else run the app."""
+"""``mework-ui`` / ``meworkctl ui``: refuse without Textual or a terminal, else run the app."""
 
 import argparse
 import sys
 from collections.abc import Sequence
 
-__all__ = ["NO_TERMINAL", "main"]
+__all__ = ["NO_TERMINAL", "NO_TEXTUAL", "main"]
 
 NO_TERMINAL = (
     "mework-ui needs a terminal (stdin and stderr must be a TTY); "
     "without one use 'meworkctl servers list' or 'meworkctl approvals watch'"
+)
+
+NO_TEXTUAL = (
+    "mework-ui needs Textual, which is not installed beside it; install it with: "
+    "{python} -m pip install 'textual>=8.2.8,<9'"
 )
 
 
@@ -27,10 +32,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(socket_path: str | None) -> int:
+    # Textual loads only when the UI runs (meworkctl's other commands start without it); an
+    # install without it (Textual is a dependency, but a hand-made environment may lack it)
+    # gets one line saying what to install, not a traceback.
+    try:
+        from mework_ui.app import MeworkApp
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "textual":
+            raise
+        print(NO_TEXTUAL.format(python=sys.executable), file=sys.stderr)  # noqa: T201
+        return 1
     if not has_terminal():
         print(NO_TERMINAL, file=sys.stderr)  # noqa: T201 - the one message, before any UI
         return 2
-    from mework_ui.app import MeworkApp  # Textual loads only when there is a terminal
-
     MeworkApp(socket_path).run()
     return 0

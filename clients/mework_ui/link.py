@@ -12,7 +12,7 @@ from mework_client import DaemonNotRunning, RpcError, UntrustedSocket
 from mework_client.aio import AsyncClient, connect
 from mework_protocol.topics import EVENTS_OVERFLOWED
 
-__all__ = ["WAITING", "Link", "Offline", "describe", "is_missing_method", "lost_text"]
+__all__ = ["WAITING", "Link", "Offline", "describe", "is_down", "is_missing_method", "lost_text"]
 
 # Topics of features other frontends' daemons may not have yet are asked for too; a daemon that
 # does not know one answers invalid_params with its own list, and the UI asks again with that.
@@ -76,6 +76,11 @@ def lost_text(message: str, delay: float, was_online: bool) -> str:
     if was_online:
         return f"↻ reconnecting… {message}; retrying in {delay:.1f} s"
     return f"✘ {message}: retrying in {delay:.1f} s"
+
+
+def is_down(bar: str) -> bool:
+    """Whether the bar says meworkd is away (:func:`lost_text`), not connected or starting."""
+    return "retrying in" in bar
 
 
 class Link:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import anyio
 from mework_client import RpcError
+from mework_protocol.wording import unreadable_settings
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
@@ -132,6 +133,8 @@ class Model:
         self.servers: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, dict[str, Any]] = {}
         self.tests: dict[str, dict[str, Any]] = {}  # the last servers.test result per server
+        self.testing: set[str] = set()  # servers whose Test connection is running now
+        self.tested_at: dict[str, str] = {}  # when each server's last test ended (local time)
         self.reported: dict[str, dict[str, Any]] = {}  # servers.tools: what it last reported
         self.login_urls: dict[str, str] = {}  # a pending login's authorization URL, by server
         self.settings_state: dict[str, Any] = {}
@@ -212,7 +215,7 @@ class Model:
         elif topic == "settings.invalid":
             self.stale.mark("settings")
             if data.get("error"):
-                self.app.notify(f"settings file not used: {data['error']}", severity="error")
+                self.app.notify(unreadable_settings(data["error"]), severity="error")
         elif topic in ("call.started", "call.finished"):
             self.note_call(data, finished=topic == "call.finished")
         elif topic in ("approval.requested", "elicitation.requested"):
@@ -330,6 +333,7 @@ class Model:
 
     def record_test(self, name: str, result: dict[str, Any]) -> None:
         """Keep a test's verdict: a success clears a failure, a failure replaces it."""
+        self.tested_at[name] = time.strftime("%H:%M:%S")
         if result.get("ok"):
             self.tests[name] = result
             self.failures.pop(name, None)

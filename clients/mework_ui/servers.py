@@ -11,12 +11,26 @@ from textual.widgets import DataTable, Footer, Static
 from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
-from mework_ui.words import failure_text, server_status, settings_banner, test_summary
+from mework_ui.words import (
+    empty_note,
+    failure_text,
+    server_status,
+    settings_banner,
+    test_summary,
+)
 
-__all__ = ["ServersScreen"]
+__all__ = ["ServersScreen", "tested_note"]
 
 TITLE = "Settings → MCP   (⏎ opens a server · o: MCP options · F1: every key)"
 COLUMNS = (("Status", "status"), ("Server", "name"), ("Type", "type"), ("On", "on"))
+
+
+def tested_note(model: Model, name: str, text: str) -> str:
+    """A Test connection's outcome says it is one, and when (a failure seen again looks new)."""
+    result = model.tests.get(name) if name not in model.failures else model.failures[name]
+    if result is None or "ok" not in result or name not in model.tested_at:
+        return text
+    return f"Test connection at {model.tested_at[name]}:\n{text}"
 
 
 class ServersScreen(Screen[None]):
@@ -61,9 +75,11 @@ class ServersScreen(Screen[None]):
         self.show_note()
 
     def cells(self, entry: dict[str, Any]) -> tuple[str, ...]:
-        failure = self.mework.failures.get(entry["name"])
+        name = entry["name"]
+        failure = self.mework.failures.get(name)
         on = "on" if entry.get("enabled") else "off"
-        return (server_status(entry, failure), entry["name"], str(entry.get("type") or "?"), on)
+        status = "… testing" if name in self.mework.testing else server_status(entry, failure)
+        return (status, name, str(entry.get("type") or "?"), on)
 
     def selected(self) -> str | None:
         return selected(self.query_one(DataTable))
@@ -75,14 +91,16 @@ class ServersScreen(Screen[None]):
         """The selected server's reason in full: R1, say why in place."""
         name, app = self.selected(), self.mework
         entry = app.servers.get(name or "")
-        text = "" if app.servers else "No servers yet: press a to add one or import JSON."
+        text = "" if app.servers else empty_note(app.online, app.connection)
         if entry is not None:
             if entry.get("error"):
                 text = f"! invalid entry: {entry['error']}"
+            elif name in app.testing:
+                text = f"… testing {name} (Test connection)"
             elif name in app.failures:
-                text = failure_text(app.failures[name])
+                text = tested_note(app, str(name), failure_text(app.failures[name]))
             elif name in app.tests:
-                text = test_summary(app.tests[name])
+                text = tested_note(app, str(name), test_summary(app.tests[name]))
             else:
                 text = entry.get("description") or ""
         self.query_one("#note", Static).update(text)
@@ -124,10 +142,16 @@ class ServersScreen(Screen[None]):
 
     @work(group="servers")
     async def action_test(self) -> None:
-        if (name := self.selected()) is None:
+        """Testing is shown (status and note) until the outcome replaces it, also when the
+        outcome is the failure the server already showed."""
+        if (name := self.selected()) is None or name in self.mework.testing:
             return
-        self.query_one("#note", Static).update(f"… testing {name}")
-        result = await self.mework.call("servers.test", {"name": name}) or {}
+        self.mework.testing.add(name)
+        self.mework.changed()
+        try:
+            result = await self.mework.call("servers.test", {"name": name}) or {}
+        finally:
+            self.mework.testing.discard(name)
         self.mework.record_test(name, result)
         self.mework.changed()
 

@@ -179,6 +179,12 @@ def log_line(item: dict[str, Any]) -> str:
     return f"{stamp:%H:%M:%S} {who}{item.get('line')}"
 
 
+NOTHING_LOGGED = (
+    "Nothing on stderr yet: the server has not run (a conversation or t starts it) or has "
+    "written nothing. New lines appear here as they come."
+)
+
+
 class LogsPane(Pane):
     """stderr as plain text (never red: stderr is not failure), following live."""
 
@@ -194,7 +200,12 @@ class LogsPane(Pane):
         return
 
     def write(self, item: dict[str, Any]) -> None:
+        if self.empty:  # the first line: "nothing yet" is no longer true
+            self.empty = False
+            self.query_one("#log-note", Static).update("")
         self.query_one(Log).write_line(log_line(item))
+
+    empty = False  # the "nothing yet" note is shown
 
     @work(exclusive=True, group="logs")
     async def follow(self) -> None:
@@ -203,6 +214,9 @@ class LogsPane(Pane):
             if got.get("dropped"):
                 note = f"{got['dropped']} older lines were dropped"
                 self.query_one("#log-note", Static).update(note)
+            elif not got.get("lines"):
+                self.empty = True
+                self.query_one("#log-note", Static).update(NOTHING_LOGGED)
             for item in got.get("lines", []):
                 self.write(item)
         try:

@@ -2,6 +2,9 @@
 
 from typing import Any
 
+from mework_protocol.wording import unreadable_settings
+
+from mework_ui.link import is_down
 from mework_ui.model import Check, failure_kind
 
 __all__ = [
@@ -58,6 +61,18 @@ def server_status(entry: dict[str, Any], failure: dict[str, Any] | None) -> str:
     return f"{word} ({sessions})" if status == "connected" and sessions else word
 
 
+def empty_note(online: bool, bar: str) -> str:
+    """What an empty server list means: none registered, or none known while meworkd is away."""
+    if online:
+        return "No servers yet: press a to add one or import JSON."
+    if is_down(bar):
+        return (
+            "meworkd is not running, so its servers are not known here. Start it with: "
+            "meworkd  (or: systemctl --user start meworkd.socket); this screen connects by itself."
+        )
+    return "Waiting for meworkd…"
+
+
 def failure_text(failure: dict[str, Any]) -> str:
     """A failure in full: the reason, the daemon's sentence, the hint and the stderr tail."""
     reason = failure_kind(failure)
@@ -83,7 +98,7 @@ def settings_banner(state: dict[str, Any]) -> str:
     """The settings file's own state: unreadable, invalid parts, or unsafe permissions."""
     lines: list[str] = []
     if state.get("unreadable"):
-        lines.append(f"! settings file not used: {state['unreadable']} (editing is refused)")
+        lines.append(f"! {unreadable_settings(state['unreadable'])}")
     lines += [f"! settings: {error}" for error in state.get("errors") or []]
     lines += [f"! unsafe: {warning}" for warning in state.get("warnings") or []]
     return "\n".join(lines)

@@ -122,6 +122,7 @@ class Daemon:
                 self.inventory,
                 self.state_db,
                 self.redactor.redact_value,
+                self.environ,
             ),
             conversations=Conversations(
                 self.store,

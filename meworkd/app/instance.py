@@ -26,7 +26,7 @@ class AlreadyRunning(Exception):
     def __init__(self, socket: Path) -> None:
         super().__init__(
             f"another meworkd is already serving {socket}; stop it first "
-            "(meworkctl daemon shutdown, or systemctl --user stop meworkd)"
+            "(meworkctl shutdown, or systemctl --user stop meworkd)"
         )
 
 

@@ -8,6 +8,8 @@ its own, never a conversation's) and shows what it logged and last reported; wha
 server sent is redacted before it is returned or recorded.
 """
 
+import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,6 +36,7 @@ from meworkd.settings import ServerConfig, edits, mask_value, masked_entry
 from meworkd.settings.dialects import parse_import
 from meworkd.settings.edits import OnConflict
 from meworkd.settings.entry_text import entry_from_text
+from meworkd.settings.lookup import command_warnings
 from meworkd.settings.store import SettingsStore
 from meworkd.settings.toolrules import unmatched
 
@@ -52,7 +55,9 @@ class Servers:
         inventory: Inventory,
         state: StateDB,
         redact: Redact,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        self._environ = os.environ if environ is None else environ  # where commands are found
         self._store = store
         self._pool = pool
         self._auth = auth
@@ -165,7 +170,11 @@ class Servers:
 
     async def add(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
         await self._store.mutate(lambda doc: edits.add_server(doc, name, entry))
-        return self.describe(name)
+        out = self.describe(name)
+        # Said now, not when a conversation first uses it: a command meworkd will not find.
+        if (config := self._store.settings.servers.get(name)) is not None:
+            out["warnings"] = command_warnings(config, self._environ)
+        return out
 
     async def update(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         await self._store.mutate(lambda doc: edits.update_server(doc, name, patch))
@@ -265,6 +274,8 @@ class Servers:
         # Server-sourced text may quote a secret: redacted for the reply and for the settings
         # file alike (the recorded serverInfo shows in servers.list).
         redacted: dict[str, Any] = self._redact(result)  # type: ignore[assignment]
+        # The test is the server's latest word: lastError ends with a success, is a failure.
+        self._pool.status.tested(name, None if redacted["ok"] else redacted)
         if redacted["ok"]:
             self._inventory.record(name, "test", {k: redacted[k] for k in SECTIONS})
             info = redacted["serverInfo"]

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from meworkd.base.clock import wire_time
 from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
@@ -57,6 +58,7 @@ class Turn:
     tools: list[dict[str, Any]] = field(default_factory=list)
     parent_id: str | None = None
     calls: dict[str, CallClock] = field(default_factory=dict)
+    began: str = field(default_factory=wire_time)  # turns.list
 
 
 class Turns:
@@ -338,3 +340,20 @@ class Turns:
     @property
     def active(self) -> int:
         return len(self._turns)
+
+    def listing(self, conversation_id: str | None) -> list[dict[str, Any]]:
+        """The open turns (of one conversation, or all), oldest first (turns.list)."""
+        if conversation_id is not None:
+            self._db.get_conversation(conversation_id)  # a mistyped id is an error, not []
+        return [
+            {
+                "turnId": t.id,
+                "conversationId": t.conversation_id,
+                "parentTurnId": t.parent_id,
+                "began": t.began,
+                "callsInFlight": len(t.calls),
+                "tools": list(t.bindings),
+            }
+            for t in self._turns.values()
+            if conversation_id in (None, t.conversation_id)
+        ]

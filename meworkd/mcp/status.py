@@ -4,13 +4,16 @@ The pool publishes a session's ``connected`` and ``closed``. Whoever meets a ser
 connect or to list its tools (conversations.prepare, a turn's discovery, a call whose session
 had to be opened again) reports it here, once: a ``failed`` event with the classified kind, the
 sentence and the tail of that session's stderr (lines already redacted when they were stored),
-kept as the server's last failure until a later connection of it succeeds. In memory only.
+kept as the server's last failure until a later connection of it succeeds. A Test connection
+sets it too (:meth:`ServerStatus.tested`): its success ends the failure, its failure is the last
+one (no event: the one who tested has the outcome). In memory only.
 
 A start-up cut off from outside (a turn's timeout cancels it before the session can word its
 own failure) leaves its stderr lines here (:meth:`ServerStatus.cut_off`); the timeout reported
 next for that server quotes them.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from meworkd.base.clock import wire_time
@@ -64,6 +67,21 @@ class ServerStatus:
             "time": wire_time(),
         }
         self.publish(server, conversation, "failed", kind=kind, error=exc.message, stderrTail=tail)
+
+    def tested(self, server: str, failed: Mapping[str, Any] | None) -> None:
+        """A Test connection's outcome (``failed``: its failure object, None: it succeeded):
+        the server's state now, so a success ends its last failure and a failure is it."""
+        if failed is None:
+            self._last.pop(server, None)
+            return
+        tail = failed.get("stderrTail")
+        self._last[server] = {
+            "kind": str(failed.get("kind") or "error"),
+            "error": str(failed.get("error") or ""),
+            "stderrTail": [str(line) for line in tail[-FAILURE_TAIL:]] if tail else [],
+            "conversation": None,
+            "time": wire_time(),
+        }
 
     def last_error(self, server: str) -> dict[str, Any] | None:
         """``{kind, error, stderrTail, conversation, time}`` of its latest failure, or None."""

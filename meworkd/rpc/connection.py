@@ -10,12 +10,17 @@ The outbox is bounded in bytes (``OUTBOX_BYTES``): past it, senders wait and the
 reading the connection's requests (backpressure), so a peer that sends and never reads costs a
 bounded amount of memory. A peer that takes nothing for ``STALL_TIMEOUT`` seconds while replies
 wait is cut off: the socket is shut down, which ends its reader.
+
+A peer that goes away altogether (its process ended: both directions closed, not a half-close
+that waits for its replies) runs what its requests left to do at hang-up (``while_open``): a
+tool call waiting for approval is cancelled, as the frontend's own Ctrl-C would.
 """
 
 import contextlib
 import math
+import select
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 
 import anyio
@@ -70,6 +75,7 @@ class Connection:
         self._tasks = tasks
         self._bus = bus
         self._subscription: Subscription | None = None
+        self._on_hangup: dict[object, Callable[[], None]] = {}
         self.state = ConnectionState.OPEN
 
     async def send(self, line: bytes) -> None:
@@ -181,9 +187,36 @@ class Connection:
             )
         )
 
+    @contextlib.contextmanager
+    def while_open(self, on_hangup: Callable[[], None]) -> Iterator[None]:
+        """Run ``on_hangup`` if the peer goes away while the block runs (see the module doc)."""
+        key = object()
+        self._on_hangup[key] = on_hangup
+        try:
+            yield
+        finally:
+            del self._on_hangup[key]
+
+    def ended_by_peer(self) -> None:
+        """The reader met the end of the stream: if the peer hung up (rather than half-closed
+        to wait for its replies), its requests' work goes with it (``while_open``)."""
+        if self._on_hangup and _hung_up(self._sock):
+            for action in list(self._on_hangup.values()):
+                action()
+
     def close(self) -> None:
         """The reader has ended: end the subscription; a broken connection stays broken."""
         if self.state is ConnectionState.OPEN:
             self.state = ConnectionState.CLOSED
         if self._subscription is not None:
             self._subscription.close()
+
+
+def _hung_up(sock: socket.socket) -> bool:
+    """Whether the peer closed both directions (POLLHUP), not just its writing half (EOF only)."""
+    poller = select.poll()
+    try:
+        poller.register(sock.fileno(), select.POLLIN)
+        return any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll(0))
+    except (OSError, ValueError):
+        return True  # the socket is gone already

@@ -168,12 +168,14 @@ class RpcServer:
             try:
                 data = await self._receive(sock, splitter.pending)
             except OSError:
-                return
+                data = b""  # reset by the peer: it is gone
             if data is None:
                 log.info("rpc.line_idle", pending=splitter.pending, seconds=self.line_idle_timeout)
                 await conn.send(self._idle_line())
                 return
             if not data:
+                if self.state is ServerState.RUNNING:  # (stopping: the stop decides outcomes)
+                    conn.ended_by_peer()
                 return
             for line in splitter.feed(data):
                 if isinstance(line, Oversized):

@@ -18,26 +18,32 @@ class UnsetVariable(InvalidSettings):
 
     kind = "unset_variable"
 
-    def __init__(self, variable: str, where: str) -> None:
+    def __init__(self, variable: str, where: str, *, stdio: bool = True) -> None:
+        # envFile feeds a stdio server's own environment only, never ${VAR} in a url or header.
+        env_file = ", or the entry's envFile" if stdio else ""
         super().__init__(
             f"{where}: environment variable ${{{variable}}} is not set in meworkd's environment "
             f"(the daemon's, not your shell's). For the user service: systemctl --user "
             f"set-environment {variable}=... then restart meworkd, or an EnvironmentFile= "
-            "drop-in for meworkd.service, or the entry's envFile; ${"
-            f"{variable}:-default}} gives a fallback"
+            f"drop-in for meworkd.service{env_file}; ${{{variable}:-default}} gives a fallback"
         )
         self.variable = variable
 
 
-def expand(value: str, environ: Mapping[str, str], where: str = "value") -> str:
-    """Expand ``${VAR}``, ``${VAR:-default}`` (and Cline's ``${env:VAR}``) from ``environ``."""
+def expand(
+    value: str, environ: Mapping[str, str], where: str = "value", *, stdio: bool = True
+) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}`` (and Cline's ``${env:VAR}``) from ``environ``.
+
+    ``stdio``: whether the value belongs to a stdio server (the message may suggest envFile).
+    """
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match[1], match[2]
         found = environ.get(name)
         if found is None or (found == "" and default is not None):
             if default is None:
-                raise UnsetVariable(name, where)
+                raise UnsetVariable(name, where, stdio=stdio)
             return default
         return found
 
@@ -46,19 +52,23 @@ def expand(value: str, environ: Mapping[str, str], where: str = "value") -> str:
 
 def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -> ServerConfig:
     """A copy of ``config`` with every connection field expanded."""
+    stdio = config.type == "stdio"
+
+    def text(value: str, key: str) -> str:
+        return expand(value, environ, f"{name}.{key}", stdio=stdio)
 
     def one(value: str | None, key: str) -> str | None:
-        return None if value is None else expand(value, environ, f"{name}.{key}")
+        return None if value is None else text(value, key)
 
     return msgspec.structs.replace(
         config,
         command=one(config.command, "command"),
-        args=tuple(expand(a, environ, f"{name}.args") for a in config.args),
-        env={k: expand(v, environ, f"{name}.env.{k}") for k, v in config.env.items()},
+        args=tuple(text(a, "args") for a in config.args),
+        env={k: text(v, f"env.{k}") for k, v in config.env.items()},
         env_file=one(config.env_file, "envFile"),
         cwd=one(config.cwd, "cwd"),
         url=one(config.url, "url"),
-        headers={k: expand(v, environ, f"{name}.headers.{k}") for k, v in config.headers.items()},
+        headers={k: text(v, f"headers.{k}") for k, v in config.headers.items()},
         oauth=_expand_oauth(name, config.oauth, environ),
     )
 
@@ -71,7 +81,8 @@ def _expand_oauth(
         return oauth
 
     def one(value: str | None, key: str) -> str | None:
-        return None if value is None else expand(value, environ, f"{name}.oauth.{key}")
+        where = f"{name}.oauth.{key}"
+        return None if value is None else expand(value, environ, where, stdio=False)
 
     return msgspec.structs.replace(
         oauth,

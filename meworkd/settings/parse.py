@@ -25,6 +25,7 @@ from meworkd.settings.model import (
     ServerConfig,
     Settings,
 )
+from meworkd.settings.spelling import misspelled_keys
 from meworkd.settings.toolrules import pattern_problem
 
 __all__ = [
@@ -221,11 +222,13 @@ def parse_server(name: str, raw: object) -> ServerConfig:
         kind = canonical_type(raw)
     except ValueError as exc:
         raise InvalidSettings(f"{name}.{exc}") from None
+    typos = misspelled_keys(name, raw)
     try:
         config = msgspec.convert({**raw, "type": kind}, ServerConfig)
     except msgspec.ValidationError as exc:
-        raise InvalidSettings(_field_error(name, exc)) from None
-    problems: list[str] = []
+        problems = [_field_error(name, exc), *typos]
+        raise InvalidSettings("; ".join(problems), problems) from None
+    problems = []
     if kind == "stdio":
         if not config.command or not config.command.strip():
             problems.append(f"{name}.command: required for a stdio server")
@@ -253,6 +256,7 @@ def parse_server(name: str, raw: object) -> ServerConfig:
             if (why := pattern_problem(pattern)) is not None
         ]
     if problems:
+        problems += typos  # after what failed: the typo is the likely cause
         raise InvalidSettings("; ".join(problems), problems)
     return config
 

@@ -6,7 +6,8 @@ events or prompt have their own ``run`` function. Each command group has its mod
 formatters and runners); :mod:`.index` lists every command without loading its module, and
 :mod:`.parser` builds argparse's tree from it. Output is a plain-text table or ``key: value``
 lines by default (coloured only on a terminal without ``NO_COLOR``) and the raw result with
-``--json``. Errors go to stderr as ``meworkctl: <message> (<kind>)``.
+``--json``. Errors go to stderr as ``meworkctl: <message>`` in meworkctl's words
+(:mod:`.words`); with ``--json`` as the daemon said it, followed by `` (<kind>)``.
 
 Exit codes: 0 ok, 1 the daemon (or the tool, or an import entry) reported an error, 2 usage
 error, 3 meworkd is not running, 130 interrupted.

@@ -4,9 +4,10 @@ The call runs on its own connection in a helper thread; the main thread watches 
 and elicitation events of this call (by its ``callId``) and, on a terminal, asks y/n (or a
 reason, which denies) and answers with ``approvals.respond``, or fills in the server's form
 (``mework_client.ctl.requests``). Elsewhere it says how to answer from another terminal and
-keeps waiting. Ctrl-C cancels the call and its pending approval
-(``turns.cancel``) and exits 130. The helper thread reports through a queue and wakes a prompt
-that waits on stdin through a pipe, so nothing polls.
+keeps waiting. Ctrl-C (and SIGTERM, SIGHUP: see :mod:`.main`) cancels the call and its pending
+approval (``turns.cancel``) and exits 130. If meworkd stops while the call waits, it says so and
+exits as when meworkd is not running (3). The helper thread reports through a queue and wakes a
+prompt that waits on stdin through a pipe, so nothing polls.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ from typing import Any
 from mework_protocol.codes import METHOD_NOT_FOUND
 from mework_protocol.topics import APPROVAL_TOPICS, ELICITATION_TOPICS
 
-from mework_client import Client, RpcError
-from mework_client.ctl.command import EXIT_INTERRUPTED, EXIT_OK, PROG, Command, Ctx
+from mework_client import Client, DaemonNotRunning, RpcError
+from mework_client.ctl.command import (
+    EXIT_INTERRUPTED,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    PROG,
+    Command,
+    Ctx,
+)
 from mework_client.ctl.layout import obj
 from mework_client.ctl.requests import answer_elicitation
 
@@ -80,6 +88,11 @@ class _QuestionThread(threading.Thread):
         self.stream, self.call_id, self.inbox, self.resolved = stream, call_id, inbox, resolved
         self.ids: set[str] = set()
 
+    def _answered_elsewhere(self, topic: str, question: dict[str, Any]) -> bool:
+        # By a person, not a time-out or meworkd stopping (the call's own result says those).
+        mine = question.get(_ANSWERED[topic]) in self.ids
+        return mine and question.get("decidedBy", "user") == "user"
+
     def run(self) -> None:
         try:
             for topic, data in self.stream.events(list(_TOPICS)):
@@ -88,21 +101,25 @@ class _QuestionThread(threading.Thread):
                     kind, key = _ASKED[topic]
                     self.ids.add(str(question.get(key)))
                     self.inbox.put((kind, question))
-                elif topic in _ANSWERED and question.get(_ANSWERED[topic]) in self.ids:
+                elif topic in _ANSWERED and self._answered_elsewhere(topic, question):
                     os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
         except (OSError, ValueError):
             pass  # the connection closed: the call's own reply says what happened
 
 
 def _read_answer(prompt: str, ctx: Ctx, wakes: tuple[int, int]) -> str | None:
-    """A line from the terminal, or ``None`` when it was answered elsewhere (or the call ended)."""
+    """A line from the terminal, or ``None`` when it was answered elsewhere or the call ended
+    (``wakes``: the call's end, then an answer from elsewhere)."""
     ctx.err.write(prompt)
     ctx.err.flush()
+    ended, _ = wakes
     ready, _, _ = select.select([sys.stdin, *wakes], [], [])
-    if sys.stdin not in ready:
+    if sys.stdin in ready:
+        return sys.stdin.readline()
+    ctx.err.write("\n")  # the prompt's line ends here; what ended it is said next
+    if ended not in ready:
         ctx.note("(answered elsewhere)")
-        return None
-    return sys.stdin.readline()
+    return None
 
 
 def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> None:
@@ -182,7 +199,7 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
             elif kind == "elicitation":
                 _on_elicitation(ctx, value, (caller.wake_read, resolved_read))
             elif kind == "error":
-                raise value
+                return _call_lost(ctx, value)
             else:
                 return _finish(cmd, ctx, value)
     except KeyboardInterrupt:
@@ -190,6 +207,18 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
     finally:
         if stream is not None:
             stream.shutdown()
+
+
+def _call_lost(ctx: Ctx, error: Exception) -> int:
+    """The call's connection failed: meworkd stopped (or died) while it waited, or the call was
+    refused (raised, for :func:`mework_client.ctl.main.run` to say)."""
+    if isinstance(error, ConnectionError) and not isinstance(error, DaemonNotRunning):
+        ctx.fail(
+            "meworkd stopped while the call waited: it did not finish "
+            "(start meworkd again, then call again in a new turn)"
+        )
+        return EXIT_NOT_RUNNING
+    raise error
 
 
 def _finish(cmd: Command, ctx: Ctx, result: Any) -> int:

@@ -84,17 +84,23 @@ def not_running_message(path: Path | str) -> str:
     )
 
 
-def describe_rpc_error(error: RpcError, method: str | None = None) -> str:
-    """One line for a person: the message, what it was about, and the stable kind."""
+def describe_rpc_error(error: RpcError, method: str | None = None, *, wire: bool = False) -> str:
+    """One line for a person, in meworkctl's words; ``wire`` (``--json``): with the stable kind
+    and the daemon's own spellings, for scripts."""
     from mework_protocol.codes import METHOD_NOT_FOUND, STANDARD_KINDS  # errors only: start-up
 
+    from mework_client.ctl.words import in_own_words
+
     kind = error.kind if error.kind != "unknown" else STANDARD_KINDS.get(error.code, "unknown")
-    if error.code == METHOD_NOT_FOUND:
-        name = error.data if isinstance(error.data, str) else method
-        return f"this meworkd does not implement {name or 'that method'} ({kind})"
     # A server's failure keeps its classified reason (unset_variable, command_not_found, ...).
     reason = obj(error.data).get("reason")
-    text = f"{error} ({kind}: {reason})" if isinstance(reason, str) else f"{error} ({kind})"
+    suffix = f" ({kind}: {reason})" if isinstance(reason, str) else f" ({kind})"
+    if error.code == METHOD_NOT_FOUND:
+        name = error.data if isinstance(error.data, str) else method
+        text = f"this meworkd does not implement {name or 'that method'}"
+    else:
+        text = str(error) if wire else in_own_words(str(error))
+    text += suffix if wire else ""
     details = obj(error.data).get("errors")
     if isinstance(details, list) and details != [error.message]:
         text += "".join(f"\n  {d}" for d in details)

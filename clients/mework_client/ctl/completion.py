@@ -109,7 +109,7 @@ _meworkctl() {
         words="$(_meworkctl_words commands "$path")"
         [[ -n $words ]] || words="$(_meworkctl_choices "$path" "#$npos")"
     fi
-    [[ $words == @* ]] && words="$(_meworkctl_names "${words#@}")"
+    [[ $words == @* ]] && words="$(_meworkctl_names "${words#@}" "$prev")"
     [[ -n $words ]] && COMPREPLY=($(compgen -W "$words" -- "$cur"))
     return 0
 }

@@ -30,11 +30,31 @@ from mework_client.ctl.plain import read_plain
 __all__ = ["main", "run"]
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _execute(cmd: Command, ctx: Ctx) -> int:
+    """Run ``cmd``; SIGTERM (``timeout``, ``kill``) and SIGHUP (a closed terminal) stop one that
+    waits as Ctrl-C does: a call is cancelled with its approval, not left for nobody."""
+    if not (cmd.wait or cmd.streams):
+        return cmd.execute(ctx)
+    import signal  # here, not at the top: only commands that wait need it (bench B6)
+
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    before = {number: signal.signal(number, _interrupt) for number in stops}
+    try:
+        return cmd.execute(ctx)
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 def run(args: Args, ctx: Ctx) -> int:
     """Run the parsed command; every failure becomes a message and an exit code."""
     cmd: Command = args.spec
     try:
-        return cmd.execute(ctx)
+        return _execute(cmd, ctx)
     except UsageError as exc:
         args.leaf.print_usage(ctx.err)
         ctx.note(f"{args.leaf.prog}: error: {exc}")
@@ -46,7 +66,7 @@ def run(args: Args, ctx: Ctx) -> int:
         ctx.fail(not_running_message(exc.path))
         return EXIT_NOT_RUNNING
     except RpcError as exc:
-        ctx.fail(describe_rpc_error(exc, cmd.method))
+        ctx.fail(describe_rpc_error(exc, cmd.method, wire=ctx.json))
         return EXIT_ERROR
     except TimeoutError:
         ctx.fail(f"no reply from meworkd within {ctx.timeout():g} s (wait longer with --timeout)")

@@ -11,6 +11,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from mework_protocol.wording import server_state
+
 from mework_client.ctl.command import (
     EXIT_OK,
     Args,
@@ -41,7 +43,7 @@ from mework_client.ctl.layout import (
     when,
 )
 from mework_client.ctl.servers_import import format_import, run_import
-from mework_client.ctl.settings_state import settings_lines
+from mework_client.ctl.settings_state import in_own_words, settings_lines
 
 __all__ = [
     "COMMANDS",
@@ -70,6 +72,13 @@ def _command_line(entry: Mapping[str, Any]) -> str:
     return shlex.join([str(entry["command"]), *map(str, entry.get("args") or [])])
 
 
+def _status_cell(entry: Mapping[str, Any]) -> Cell:
+    """The status in the words every frontend uses (a last failure shows as failed)."""
+    state = server_state(entry)
+    colour = RED if state.startswith("failed") else _STATUS_COLOURS.get(state, "")
+    return Cell(state, colour)
+
+
 def format_servers(result: Any, style: Style = PLAIN) -> str:
     servers = items(result, "servers")
     problems = settings_lines(result, style, entries=False)
@@ -81,13 +90,15 @@ def format_servers(result: Any, style: Style = PLAIN) -> str:
             s.get("name"),
             s.get("type"),
             s.get("enabled"),
-            Cell(str(s.get("status") or "-"), _STATUS_COLOURS.get(str(s.get("status")), "")),
+            _status_cell(s),
             truncate(_command_line(s), DESCRIPTION_WIDTH),
         ]
         for s in servers
     ]
     lines = [format_table(["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"], rows, style)]
-    lines += [style.red(f"{s.get('name')}: {s['error']}") for s in servers if s.get("error")]
+    lines += [
+        style.red(f"{s.get('name')}: {in_own_words(s['error'])}") for s in servers if s.get("error")
+    ]
     return "\n".join(lines + problems)
 
 
@@ -114,7 +125,7 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
         [
             ("name", r.get("name")),
             ("type", r.get("type")),
-            ("status", r.get("status")),
+            ("status", server_state(r) if r.get("status") else None),
             ("description", r.get("description")),
             ("command", _command_line(r) if r.get("command") else None),
             ("url", r.get("url")),
@@ -130,7 +141,10 @@ def format_server(result: Any, style: Style = PLAIN) -> str:
         style,
     )
     if r.get("error"):
-        text += "\n" + style.red(f"error: {r['error']}")
+        text += "\n" + style.red(f"error: {in_own_words(r['error'])}")
+    last = r.get("lastError")
+    if isinstance(last, dict) and server_state(r).startswith("failed"):
+        text += "\n" + style.red(f"last error: {in_own_words(last.get('error') or '')}")
     # This entry's own error is shown above; the file's state and other problems follow.
     for line in settings_lines(r, style, entries=False):
         text += "\n" + line
@@ -168,8 +182,11 @@ def _server_params(args: Args) -> dict[str, Any]:
 
 
 def _added(result: Any, args: Args, style: Style) -> str:
+    """The entry is stored either way; what meworkd already knows will fail follows it."""
     kind = obj(result).get("type")
-    return style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"
+    lines = [style.green("ok") + f"  added {kind + ' ' if kind else ''}server {args.name}"]
+    lines += [style.red("warning: ") + str(w) for w in obj(result).get("warnings") or []]
+    return "\n".join(lines)
 
 
 def _removed(result: Any, args: Args, style: Style) -> str:

@@ -7,13 +7,15 @@ keys the user removed are removed. The client parses nothing itself, so every fr
 the same text. An entry that does not parse or that meworkd refuses is re-opened with the error
 as ``//`` comments at the top (``git commit`` and ``kubectl edit`` do the same), the user's
 text kept below; they are stripped again before the next try. Saving it unchanged or emptying
-the file leaves the entry as it was.
+the file leaves the entry as it was. What would make the edit fail anyway (no editor can run
+here, a settings file meworkd cannot read) is said before any editor starts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,18 @@ FALLBACK_EDITORS = ("editor", "nano", "vi")  # Debian's alternative first, then 
 REFUSED_KINDS = frozenset({"invalid_settings", "invalid_params", "conflict"})
 
 
+NO_TERMINAL = (
+    "no editor can run here: neither $VISUAL nor $EDITOR is set, and without a terminal "
+    "{editor} cannot run; run it in a terminal, or set VISUAL to an editor that opens its "
+    "own window (for example: VISUAL='code --wait')"
+)
+
+
 def editor_command() -> list[str]:
-    """``$VISUAL``, else ``$EDITOR`` (both may carry options: ``code --wait``), else a default."""
+    """``$VISUAL``, else ``$EDITOR`` (both may carry options: ``code --wait``), else a default.
+
+    The defaults are terminal editors: without a terminal they are refused here, not started.
+    """
     import shlex
     import shutil
 
@@ -40,6 +52,8 @@ def editor_command() -> list[str]:
             return shlex.split(value)
     for name in FALLBACK_EDITORS:
         if shutil.which(name):
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise CtlError(NO_TERMINAL.format(editor=name))
             return [name]
     raise CtlError("no editor found: set EDITOR (for example: export EDITOR=nano)")
 
@@ -61,10 +75,9 @@ def _with_error(text: str, problem: str) -> str:
     return "\n".join(_notes(problem)) + "\n" + text
 
 
-def _edit(path: Path) -> str:
+def _edit(command: list[str], path: Path) -> str:
     import subprocess
 
-    command = editor_command()
     try:
         status = subprocess.run([*command, str(path)], check=False).returncode
     except OSError as exc:
@@ -95,17 +108,30 @@ def _save(ctx: Ctx, name: str, text: str) -> tuple[dict[str, Any] | None, str | 
     return obj(result.get("server")), None
 
 
+def _refuse_unreadable(name: str, shown: dict[str, Any]) -> None:
+    """meworkd refuses every write while its settings file is not in force: say so first."""
+    health = obj(shown.get("settings"))
+    if health.get("state") == "unreadable":
+        raise CtlError(
+            f"cannot edit {name}: the settings file {health.get('path')} cannot be read "
+            f"({health.get('error')}); fix the file first, meworkd will not overwrite it"
+        )
+
+
 def _run_edit(_cmd: Command, ctx: Ctx) -> int:
     import tempfile  # here, not at the top: start-up time of every other command
 
     name: str = ctx.args.name
-    old = obj(obj(ctx.call("servers.get", {"name": name})).get("server"))
+    shown = obj(ctx.call("servers.get", {"name": name}))
+    _refuse_unreadable(name, shown)
+    command = editor_command()
+    old = obj(shown.get("server"))
     original = json.dumps(old, indent=2, ensure_ascii=False) + "\n"
     with tempfile.TemporaryDirectory(prefix="meworkctl-") as folder:
         path = Path(folder) / f"{name}.json"  # the suffix gives the editor its JSON mode
         path.write_text(original, encoding="utf-8")
         while True:
-            text = strip_error_comment(_edit(path))
+            text = strip_error_comment(_edit(command, path))
             if not text.strip():
                 ctx.note(f"the file was emptied: {name} is left as it was")
                 return EXIT_OK

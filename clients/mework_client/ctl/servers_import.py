@@ -23,6 +23,7 @@ from mework_client.ctl.command import (
     read_text,
 )
 from mework_client.ctl.layout import GREEN, PLAIN, RED, Cell, Style, format_table, obj, plural
+from mework_client.ctl.words import in_own_words
 
 __all__ = ["ask_input", "format_import", "import_failed", "missing_inputs_message", "run_import"]
 
@@ -45,7 +46,8 @@ def format_import(result: Any, style: Style = PLAIN) -> str:
                 if isinstance(entry, dict)
                 else (entry, None)
             )
-            rows.append([Cell(outcome, colour), name, reason])
+            words = None if reason is None else in_own_words(str(reason))
+            rows.append([Cell(outcome, colour), name, words])
     counts = ", ".join(
         f"{len(r.get(k) or [])} {k}" for k in ("added", "replaced", "skipped", "rejected")
     )
@@ -59,8 +61,6 @@ def format_import(result: Any, style: Style = PLAIN) -> str:
     for need in r.get("needsInputs") or []:
         servers = ", ".join(map(str, need.get("servers") or []))
         lines.append(style.red(f"needs input {need.get('id')} (not imported): {servers}"))
-    if any("onConflict" in str(obj(e).get("reason")) for e in r.get("rejected") or []):
-        lines.append("(meworkctl's spelling: --on-conflict replace or --on-conflict skip)")
     suffix = f" (format: {r['format']})" if r.get("format") else ""
     lines.append(("dry run: " if r.get("dryRun") else "") + counts + suffix)
     return "\n".join(lines)

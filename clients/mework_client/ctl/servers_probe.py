@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mework_protocol.failures import failure_error, failure_kind
+from mework_protocol.failures import failure_error
 
 from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, show
 from mework_client.ctl.layout import (
@@ -24,6 +24,7 @@ from mework_client.ctl.layout import (
     plural,
 )
 from mework_client.ctl.servers import DIALING, NAME, server_label
+from mework_client.ctl.words import in_own_words
 
 __all__ = ["COMMANDS", "format_logs", "format_test"]
 
@@ -39,8 +40,9 @@ def _problem_text(problem: object) -> str:
 
 
 def _failure_text(r: Mapping[str, Any], style: Style) -> str:
-    kind = f" [{failure_kind(r)}]" if failure_kind(r) else ""
-    lines = [style.red(f"{r.get('server') or 'server'}: {failure_error(r) or 'failed'}{kind}")]
+    # The failure's kind (unset_variable, ...) is for programs: --json has it.
+    said = in_own_words(failure_error(r) or "failed")
+    lines = [style.red(f"{r.get('server') or 'server'}: {said}")]
     tail = [str(x) for x in r.get("stderrTail") or []]
     if tail:
         lines += [style.bold("stderr (last lines):"), *(f"  {x}" for x in tail)]

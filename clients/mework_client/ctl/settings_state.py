@@ -12,7 +12,14 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (``mework
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["settings_lines"]
+__all__ = ["in_own_words", "settings_lines"]
+
+
+def in_own_words(text: object) -> str:
+    """The daemon's sentence in meworkctl's words (loaded only when there is one to say)."""
+    from mework_client.ctl import words
+
+    return words.in_own_words(str(text))
 
 
 def settings_lines(result: Any, style: Style = PLAIN, *, entries: bool = True) -> list[str]:
@@ -25,15 +32,12 @@ def settings_lines(result: Any, style: Style = PLAIN, *, entries: bool = True) -
         return []
     lines: list[str] = []
     if health.get("state") == "unreadable":
-        lines.append(
-            style.red(
-                f"settings file not in force: {health.get('error')} "
-                "(running on the last good settings)"
-            )
-        )
-    lines += [style.red(f"settings error: {e}") for e in health.get("errors") or []]
+        from mework_protocol.wording import unreadable_settings  # only when there is one
+
+        lines.append(style.red(unreadable_settings(health.get("error"))))
+    lines += [style.red(f"settings error: {in_own_words(e)}") for e in health.get("errors") or []]
     if entries:
         invalid = obj(health.get("invalidServers"))
-        lines += [style.red(f"invalid entry {n}: {e}") for n, e in invalid.items()]
+        lines += [style.red(f"invalid entry {n}: {in_own_words(e)}") for n, e in invalid.items()]
     lines += [style.red(f"settings warning: {w}") for w in health.get("warnings") or []]
     return lines

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mework_protocol.failures import failure_error, failure_kind
+from mework_protocol.failures import failure_error
 
 from mework_client.ctl.command import (
     Args,
@@ -25,16 +25,32 @@ from mework_client.ctl.layout import (
     Style,
     describe,
     dumps,
+    format_table,
     items,
     key_values,
     listing,
     obj,
     plural,
+    when,
 )
+from mework_client.ctl.words import in_own_words
 
-__all__ = ["COMMANDS", "format_call", "format_turn"]
+__all__ = ["COMMANDS", "format_call", "format_turn", "format_turns"]
 
-TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)")
+TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
+
+
+def format_turns(result: Any, style: Style = PLAIN) -> str:
+    """``turns.list``: the open turns, oldest first."""
+    turns = items(result, "turns")
+    if not turns:
+        return "No open turns."
+    rows = [
+        [t.get("turnId"), t.get("conversationId"), when(t.get("began")),
+         len(t.get("tools") or []), t.get("callsInFlight")]
+        for t in turns
+    ]  # fmt: skip
+    return format_table(["TURN", "CONV", "BEGAN", "TOOLS", "CALLS"], rows, style)
 
 
 def format_turn(result: Any, style: Style = PLAIN) -> str:
@@ -50,8 +66,9 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
     for failure in items(r, "failures"):
-        kind = f" [{failure_kind(failure)}]" if failure_kind(failure) else ""
-        lines.append(style.red(f"{failure.get('server')}: {failure_error(failure)}{kind}"))
+        # The failure's kind (command_not_found, ...) is for programs: --json has it.
+        said = in_own_words(failure_error(failure) or "failed")
+        lines.append(style.red(f"{failure.get('server')}: {said}"))
     return "\n".join(lines)
 
 
@@ -145,6 +162,23 @@ COMMANDS: tuple[Command, ...] = (
         progress="connecting the servers of {conversation}",
     ),
     Command(
+        "turn list",
+        "list the open turns (of one conversation) with their ids",
+        "meworkctl turn list chat-1",
+        method="turns.list",
+        args=(
+            arg(
+                "conversation",
+                metavar="CONV",
+                nargs="?",
+                help="only this conversation's turns",
+                complete="conversations",
+            ),
+        ),
+        params=pick(conversationId="conversation"),
+        render=show(format_turns),
+    ),
+    Command(
         "turn end",
         "end a turn (its sessions stay pooled)",
         "meworkctl turn end t-123",
@@ -174,7 +208,12 @@ COMMANDS: tuple[Command, ...] = (
         method="turns.callTool",
         args=(
             TURN,
-            arg("name", metavar="NAME", help="the bound tool name (from turn begin)"),
+            arg(
+                "name",
+                metavar="NAME",
+                help="the bound tool name (from turn begin)",
+                complete="tools",
+            ),
             arg(
                 "arguments",
                 metavar="ARGUMENTS",

@@ -18,7 +18,7 @@ def _run_ui(_cmd: Command, ctx: Ctx) -> int:
 COMMANDS: tuple[Command, ...] = (
     Command(
         "ui",
-        "open Settings → MCP in the terminal (needs meworkd[tui])",
+        "open Settings → MCP in the terminal",
         "meworkctl ui",
         run=_run_ui,
     ),

@@ -1,11 +1,20 @@
 """turns.*: a model turn's tools, its tool calls, cancelling them, ending it."""
 
+import secrets
 from typing import Any
 
 import msgspec
-from mework_protocol.params import BeginParams, CallToolParams, CancelParams, TurnParams
+from mework_protocol.params import (
+    BeginParams,
+    CallToolParams,
+    CancelParams,
+    ListTurnsParams,
+    TurnParams,
+)
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from meworkd.base.errors import TurnNotFound
+from meworkd.core.turns import Turns
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
@@ -21,19 +30,36 @@ async def begin(s: Services, _conn: Connection, p: BeginParams) -> dict[str, Any
 
 
 @group.add("turns.callTool", CallToolParams)
-async def call_tool(s: Services, _conn: Connection, p: CallToolParams) -> msgspec.Raw:
+async def call_tool(s: Services, conn: Connection, p: CallToolParams) -> msgspec.Raw:
     # The reply's bytes as Turns encoded them once (and redacted, when secrets are configured).
     # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
     tokens = bind_contextvars(turn=p.turn_id)
+    turns = s.turns
+    call_id = p.call_id or secrets.token_hex(6)  # named here, so that a hang-up can cancel it
     try:
-        return await s.turns.call_tool(p.turn_id, p.name, p.arguments, p.call_id)
+        # A frontend that goes away while its call waits (for approval, for the server) takes
+        # the call with it, as its Ctrl-C would: nobody is left to receive the result.
+        with conn.while_open(lambda: _cancel_quietly(turns, p.turn_id, call_id)):
+            return await turns.call_tool(p.turn_id, p.name, p.arguments, call_id)
     finally:
         reset_contextvars(**tokens)
+
+
+def _cancel_quietly(turns: Turns, turn_id: str, call_id: str) -> None:
+    try:
+        turns.cancel(turn_id, call_id)
+    except TurnNotFound:
+        pass  # the turn ended meanwhile, and its calls with it
 
 
 @group.add("turns.cancel", CancelParams)
 async def cancel(s: Services, _conn: Connection, p: CancelParams) -> dict[str, Any]:
     return {"cancelled": s.turns.cancel(p.turn_id, p.call_id)}
+
+
+@group.add("turns.list", ListTurnsParams)
+async def list_(s: Services, _conn: Connection, p: ListTurnsParams) -> dict[str, Any]:
+    return {"turns": s.turns.listing(p.conversation_id)}
 
 
 @group.add("turns.end", TurnParams)

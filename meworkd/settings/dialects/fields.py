@@ -7,6 +7,7 @@ left out of the stored entry and reported as a warning naming the field, never d
 """
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,7 +188,52 @@ def _check_transport(out: Translated) -> None:
         )
     if url is not None and "envFile" in out.entry:
         out.warn("envFile", "kept, but read for stdio servers only: this one has a url")
-    for key in ("envFile", "cwd"):
-        value = out.entry.get(key)
-        if isinstance(value, str) and "${workspaceFolder}" in value:
-            out.warn(key, "${workspaceFolder} is VS Code's; write the folder's path instead")
+    _vscode_variables(out)
+
+
+# VS Code's predefined variables (code.visualstudio.com/docs/reference/variables-reference):
+# meworkd would read each as an environment variable that is not set, and the server would
+# fail when it starts. What to write instead, by variable.
+_NO_OPEN_FILE = "no equivalent: meworkd has no open editor or file; write the value itself"
+_VSCODE_INSTEAD = {
+    "userHome": "write ${HOME} (meworkd's environment) or the path itself",
+    "workspaceFolder": "meworkd has no workspace; write the folder's path",
+    "workspaceFolderBasename": "meworkd has no workspace; write the folder's name",
+    "cwd": "write the folder's path (the entry's cwd sets where the server starts)",
+    "pathSeparator": "write /",
+    "/": "write /",
+    "execPath": "no equivalent: write the program's path",
+    "defaultBuildTask": _NO_OPEN_FILE,
+    "lineNumber": _NO_OPEN_FILE,
+    "columnNumber": _NO_OPEN_FILE,
+    "selectedText": _NO_OPEN_FILE,
+}
+_VSCODE_VARIABLE = re.compile(r"\$\{(config:|command:)?([A-Za-z/]+)(?::[^}]*)?\}")
+
+
+def _vscode_variables(out: Translated) -> None:
+    """Warn, by field, about every VS Code variable in a field meworkd expands."""
+    for key, text in _expanded_strings(out.entry):
+        for match in _VSCODE_VARIABLE.finditer(text):
+            prefix, name = match[1], match[2]
+            instead = _VSCODE_INSTEAD.get(name)
+            if prefix:
+                instead = "no equivalent in meworkd: write the value itself"
+            elif instead is None and name.startswith(("file", "relativeFile")):
+                instead = _NO_OPEN_FILE
+            if instead is not None:
+                out.warn(key, f"{match[0]} is VS Code's, and unset for meworkd: {instead}")
+
+
+def _expanded_strings(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, text) of each string meworkd expands ``${VAR}`` in, in the entry's order."""
+    found: list[tuple[str, str]] = []
+    for key in ("command", "args", "env", "envFile", "cwd", "url", "headers"):
+        value = entry.get(key)
+        if isinstance(value, str):
+            found.append((key, value))
+        elif isinstance(value, list):
+            found += [(key, item) for item in value if isinstance(item, str)]
+        elif isinstance(value, dict):
+            found += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, str)]
+    return found
