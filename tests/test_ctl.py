@@ -611,7 +611,7 @@ def test_approvals_watch_answers_a_request(daemon: Daemon) -> None:
         assert watch.returncode == 0, err
         assert "k-appr / echo" in out
         assert '"text": "approved!"' in out
-        assert "Allow? [y/N] allowed " in out
+        assert "Allow? [y/N, a = always, or a reason to deny] allowed " in out
     finally:
         for proc in (watch, call):
             if proc is not None and proc.poll() is None:
@@ -1060,6 +1060,28 @@ def test_watcher_allows_and_denies() -> None:
     ]
     assert written[1] == "allowed a1"
     assert written[3] == "denied a2"
+
+
+class NoAlways(FakeControl):
+    """Refuses scope "always", as meworkd does for a tool that asks every time."""
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        if method == "approvals.respond" and params and params.get("scope") == "always":
+            raise RpcError(-32602, "echo cannot always be allowed", {"kind": "invalid_params"})
+        return super().call(method, params)
+
+
+def test_watcher_allows_always_and_once_where_always_is_refused() -> None:
+    control = FakeControl(["a1"])
+    watch, written = watcher(control, ["a"])
+    assert watch.on_event("approval.requested", request("a1"))
+    assert control.responses == [{"approvalId": "a1", "decision": "allow", "scope": "always"}]
+    assert written[-1] == "allowed a1"
+    strict = NoAlways(["m1"])
+    watch, written = watcher(strict, ["always"])
+    assert watch.on_event("approval.requested", request("m1"))
+    assert strict.responses == [{"approvalId": "m1", "decision": "allow", "scope": "once"}]
+    assert "cannot be allowed always: allowed once" in written[-2]
 
 
 def test_watcher_skips_requests_answered_elsewhere() -> None:

@@ -200,7 +200,7 @@ def test_call_on_a_terminal_asks_and_a_reason_denies(daemon: Daemon) -> None:
     call = start_call(daemon, turn, echo, stdin=follower, stderr=follower)
     os.close(follower)
     try:
-        shown = read_until(leader, b"Allow? [y/N, or a reason to deny] ")
+        shown = read_until(leader, b"Allow? [y/N, a = always, or a reason to deny] ")
         assert b"Waiting for approval of echo on server kw3" in shown
         os.write(leader, b"not today\n")
         out, _ = call.communicate(timeout=RUN_TIMEOUT)
@@ -259,7 +259,7 @@ def test_a_terminal_prompt_answered_elsewhere_goes_away(daemon: Daemon) -> None:
     call = start_call(daemon, turn, echo, stdin=follower, stderr=follower)
     os.close(follower)
     try:
-        read_until(leader, b"Allow? [y/N, or a reason to deny] ")
+        read_until(leader, b"Allow? [y/N, a = always, or a reason to deny] ")
         pending = ok_json(daemon, "approvals", "list")["approvals"]
         ok(daemon, "approvals", "allow", pending[0]["approvalId"])
         assert b"(answered elsewhere)" in read_until(leader, b"(answered elsewhere)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from mework_client.ctl import main
-from mework_client.ctl.call import ask_decision
+from mework_client.ctl.answers import ask_decision
 from mework_client.ctl.command import CtlError
 from mework_client.ctl.completion import completion_script
 from mework_client.ctl.layout import plural
@@ -173,8 +173,10 @@ def test_edit_helpers_shift_the_line_and_strip_only_their_own_comment() -> None:
 
 
 def test_call_answers() -> None:
-    assert ask_decision("y\n") == ("allow", None)
-    assert ask_decision("YES") == ("allow", None)
-    assert ask_decision("\n") == ("deny", None)
-    assert ask_decision("n") == ("deny", None)
-    assert ask_decision("not on prod\n") == ("deny", "not on prod")
+    assert ask_decision("y\n") == ("allow", None, "once")
+    assert ask_decision("YES") == ("allow", None, "once")
+    assert ask_decision("a\n") == ("allow", None, "always")
+    assert ask_decision("Always") == ("allow", None, "always")
+    assert ask_decision("\n") == ("deny", None, "once")
+    assert ask_decision("n") == ("deny", None, "once")
+    assert ask_decision("not on prod\n") == ("deny", "not on prod", "once")

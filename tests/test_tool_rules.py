@@ -5,6 +5,8 @@ Precedence (docs/api.md, "Per-tool rules"): the mandatory asks first (``requires
 ``alwaysAllowTools``, then hooks and the conversation's level.
 """
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -145,3 +147,22 @@ async def test_always_allow_from_an_approval_applies_everywhere_and_stays(mw: Ha
     deny_always = {"approvalId": "x", "decision": "deny", "scope": "always"}
     bad = await rpc_error(mw.call("approvals.respond", deny_always))
     assert 'scope "always" goes only with decision "allow"' in bad.message
+
+
+async def test_meworkctl_allows_always(mw: Harness) -> None:
+    """``meworkctl approvals allow ID --always``, as a person types it in another terminal."""
+    await mw.start(document({"k": fake()}))
+    events = await mw.connect(["approval.requested"])
+    conv = await mw.conversation(["k"], level="request_approval")
+    turn = await mw.begin(conv)
+    echo = bound(turn, "k")["echo"]
+    meworkctl = Path(sys.executable).parent / "meworkctl"
+    async with anyio.create_task_group() as tg:
+        params = {"turnId": turn["turnId"], "name": echo, "arguments": {"text": "t"}}
+        call = start_call(tg, mw.c, "turns.callTool", params)
+        request = await approval_for(events, turn, echo)
+        argv = [str(meworkctl), "--socket", str(mw.paths.socket), "approvals", "allow"]
+        done = await anyio.run_process([*argv, request["approvalId"], "--always"])
+        assert done.stdout.decode().split() == ["ok", "allowed", request["approvalId"]]
+        assert text_of(await call.wait()) == "t"
+    assert mw.read_settings()["assets"]["mcpServers"]["k"]["alwaysAllowTools"] == ["echo"]

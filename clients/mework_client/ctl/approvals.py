@@ -8,7 +8,8 @@ from typing import Any, Protocol
 from mework_protocol.topics import APPROVAL_TOPICS
 
 from mework_client import RpcError, UntrustedSocket
-from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, plus, say, show
+from mework_client.ctl.answers import ALLOW_PROMPT, NOT_ALWAYS, ask_decision
+from mework_client.ctl.command import EXIT_OK, Args, Command, Ctx, arg, pick, say, show
 from mework_client.ctl.layout import (
     GREEN,
     PLAIN,
@@ -154,20 +155,25 @@ class ApprovalWatcher:
             self.write(self.style.dim(f"{approval_id}: already answered"))
             return True
         self.write(format_approval_request(approval, self.style))
-        answer = self.ask("Allow? [y/N] ")
+        answer = self.ask(ALLOW_PROMPT)
         if answer is None:
             self.write("\n(no more input: leaving it unanswered)")
             return False
-        decision = "allow" if answer.strip().lower() in ("y", "yes") else "deny"
+        decision, why, scope = ask_decision(answer)
+        params = {"approvalId": approval_id, "decision": decision}
+        if scope != "once":
+            params["scope"] = scope
         try:
-            self.control.call(
-                "approvals.respond", {"approvalId": approval_id, "decision": decision}
-            )
+            self.control.call("approvals.respond", params | ({"reason": why} if why else {}))
         except RpcError as exc:
-            if exc.kind != "approval_not_found":
+            if exc.kind == "invalid_params" and scope == "always":
+                self.write(NOT_ALWAYS)
+                self.control.call("approvals.respond", params | {"scope": "once"})
+            elif exc.kind == "approval_not_found":
+                self.write(self.style.dim(f"{approval_id}: already answered"))
+                return True
+            else:
                 raise
-            self.write(self.style.dim(f"{approval_id}: already answered"))
-            return True
         self.answered.add(approval_id)
         colour = self.style.green if decision == "allow" else self.style.red
         self.write(colour(f"{'allowed' if decision == 'allow' else 'denied'} {approval_id}"))
@@ -246,6 +252,16 @@ def _run_watch(_cmd: Command, ctx: Ctx) -> int:
             _wait_for_daemon(ctx)
 
 
+def _respond_params(decision: str) -> Callable[[Args], dict[str, Any]]:
+    def build(args: Args) -> dict[str, Any]:
+        params = pick(approvalId="approval", reason="reason")(args) or {}
+        if getattr(args, "always", False):  # allow only
+            params["scope"] = "always"
+        return {**params, "decision": decision}
+
+    return build
+
+
 def _respond_command(decision: str) -> Command:
     return Command(
         f"approvals {decision}",
@@ -255,8 +271,19 @@ def _respond_command(decision: str) -> Command:
         args=(
             arg("approval", metavar="ID", help="the approval id (from approvals list)"),
             arg("--reason", help="a reason, recorded in the audit log"),
+            *(
+                (
+                    arg(
+                        "--always",
+                        action="store_true",
+                        help="allow this tool for good: it joins its server's alwaysAllowTools",
+                    ),
+                )
+                if decision == "allow"
+                else ()
+            ),
         ),
-        params=plus(pick(approvalId="approval", reason="reason"), decision=decision),
+        params=_respond_params(decision),
         render=say(f"{'allowed' if decision == 'allow' else 'denied'} {{approval}}"),
     )
 

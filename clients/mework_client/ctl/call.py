@@ -23,6 +23,7 @@ from mework_protocol.codes import METHOD_NOT_FOUND
 from mework_protocol.topics import APPROVAL_TOPICS, ELICITATION_TOPICS
 
 from mework_client import Client, DaemonNotRunning, RpcError
+from mework_client.ctl.answers import ALLOW_PROMPT, NOT_ALWAYS, ask_decision
 from mework_client.ctl.command import (
     EXIT_INTERRUPTED,
     EXIT_NOT_RUNNING,
@@ -34,17 +35,7 @@ from mework_client.ctl.command import (
 from mework_client.ctl.layout import obj
 from mework_client.ctl.requests import answer_elicitation
 
-__all__ = ["ask_decision", "run_call"]
-
-
-def ask_decision(answer: str) -> tuple[str, str | None]:
-    """``y`` allows, ``n`` (or nothing) denies, any other text denies with it as the reason."""
-    text = answer.strip()
-    if text.lower() in ("y", "yes"):
-        return "allow", None
-    if text.lower() in ("", "n", "no"):
-        return "deny", None
-    return "deny", text
+__all__ = ["run_call"]
 
 
 class _CallThread(threading.Thread):
@@ -130,14 +121,20 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> 
     if not (sys.stdin.isatty() and ctx.err.isatty()):
         ctx.note(f"Answer it elsewhere: {PROG} approvals allow {approval_id}  (or deny)")
         return
-    answer = _read_answer("Allow? [y/N, or a reason to deny] ", ctx, wakes)
+    answer = _read_answer(ALLOW_PROMPT, ctx, wakes)
     if answer is None:
         return
-    decision, why = ask_decision(answer)
+    decision, why, scope = ask_decision(answer)
     params = {"approvalId": approval_id, "decision": decision}
+    if scope != "once":
+        params["scope"] = scope
     try:
         ctx.call("approvals.respond", params | ({"reason": why} if why else {}))
     except RpcError as exc:
+        if exc.kind == "invalid_params" and scope == "always":
+            ctx.note(NOT_ALWAYS)
+            ctx.call("approvals.respond", params | {"scope": "once"})
+            return
         if exc.kind != "approval_not_found":
             raise
         ctx.note(f"{approval_id} was answered elsewhere")
