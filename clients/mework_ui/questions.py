@@ -41,6 +41,7 @@ class QuestionScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "allow", "Allow once"),
         Binding("c", "allow_conversation", "For conversation"),
+        Binding("a", "allow_always", "Always"),
         Binding("n", "deny", "Deny…"),
         Binding("ctrl+s", "submit", "Accept", priority=True, tooltip="Send the form / accept"),
         Binding("d", "decline", "Decline"),
@@ -123,7 +124,9 @@ class QuestionScreen(ModalScreen[None]):
         self.query_one("#q-form").display = False
         area.focus()  # on the arguments, never on a button: Enter approves nothing
         scoped = item.get("hookMayDecide")
-        keys = "y once · c for the conversation · n deny" if scoped else "y once · n deny"
+        keys = (
+            "y once · c for the conversation · a always · n deny" if scoped else "y once · n deny"
+        )
         self.query_one("#q-note", Static).update(f"{keys} · esc later")
 
     def show_form(self, item: dict[str, Any]) -> None:
@@ -148,7 +151,8 @@ class QuestionScreen(ModalScreen[None]):
         kind = item["kind"] if item is not None else ""
         if action in ("allow", "deny"):
             return kind == "approval"
-        if action == "allow_conversation":
+        if action in ("allow_conversation", "allow_always"):
+            # A tool that asks every time takes neither (the daemon would refuse them).
             return kind == "approval" and item is not None and bool(item.get("hookMayDecide"))
         if action in ("submit", "decline"):
             return kind == "elicitation"
@@ -171,6 +175,12 @@ class QuestionScreen(ModalScreen[None]):
         item = self.current()
         if item is not None and item["kind"] == "approval" and item.get("hookMayDecide"):
             self.respond("allow", scope="conversation")
+
+    def action_allow_always(self) -> None:
+        """Allow the tool for good: it joins its server's alwaysAllowTools (every conversation)."""
+        item = self.current()
+        if item is not None and item["kind"] == "approval" and item.get("hookMayDecide"):
+            self.respond("allow", scope="always")
 
     def action_deny(self) -> None:
         reason = self.query_one("#q-reason", Input)
