@@ -14,6 +14,7 @@ import pty
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -291,10 +292,9 @@ printf '%s\\n' "${COMPREPLY[@]}"
 """
 
 
-def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> None:
-    add_kitchen(daemon, "comp-a")
-    ok(daemon, "conv", "create", "--id", "comp-conv", "--server", "comp-a")
-    ok(daemon, "presets", "set", "comp-pre", "--server", "comp-a")
+def bash_completion(daemon: Daemon, tmp_path: Path) -> Callable[..., list[str]]:
+    """What bash offers after ``meworkctl WORDS…`` (the last word is the one being typed),
+    with meworkctl's own completion script and this daemon."""
     env = daemon.env() | {"PATH": f"{MEWORKCTL.parent}:{os.environ['PATH']}"}
     bash = tmp_path / "meworkctl.bash"
     bash.write_text(ok(daemon, "completion", "bash"))
@@ -305,6 +305,16 @@ def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> 
             capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT, check=True,
         )  # fmt: skip
         return done.stdout.split()
+
+    return offered
+
+
+def test_completion_offers_the_daemons_names(daemon: Daemon, tmp_path: Path) -> None:
+    add_kitchen(daemon, "comp-a")
+    ok(daemon, "conv", "create", "--id", "comp-conv", "--server", "comp-a")
+    ok(daemon, "presets", "set", "comp-pre", "--server", "comp-a")
+    env = daemon.env() | {"PATH": f"{MEWORKCTL.parent}:{os.environ['PATH']}"}
+    offered = bash_completion(daemon, tmp_path)
 
     assert offered("servers", "test", "comp") == ["comp-a"]
     assert offered("conv", "show", "comp") == ["comp-conv"]

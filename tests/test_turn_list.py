@@ -19,7 +19,7 @@ from tests.test_ctl import (
     ok_json,
     run_ctl,
 )
-from tests.test_ctl_edit_and_output import BASH_COMPLETE
+from tests.test_ctl_edit_and_output import bash_completion
 
 
 def begin(daemon: Daemon, conversation: str) -> tuple[str, list[str]]:
@@ -61,15 +61,10 @@ def test_completion_offers_open_turns_and_a_turns_tools(daemon: Daemon, tmp_path
     turn, tools = begin(daemon, "tc-a")
     other, _ = begin(daemon, "tc-a")
     env = daemon.env() | {"PATH": f"{MEWORKCTL.parent}:{os.environ['PATH']}"}
-    bash = tmp_path / "meworkctl.bash"
-    bash.write_text(ok(daemon, "completion", "bash"))
+    complete = bash_completion(daemon, tmp_path)
 
     def offered(*words: str) -> list[str]:
-        done = subprocess.run(
-            ["bash", "-c", BASH_COMPLETE, "complete", str(bash), "meworkctl", *words],
-            capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT, check=True,
-        )  # fmt: skip
-        return sorted(done.stdout.split())
+        return sorted(complete(*words))
 
     assert turn in offered("call", "")
     assert {turn, other} <= set(offered("turn", "end", ""))
