@@ -159,7 +159,7 @@ async def _authorize(
     request is sent for it); else a real MCP request is sent and its answer used. Never a GET:
     a server may answer GET (only its optional SSE stream) 404 or 405 before checking
     authorization. The flow's own requests (metadata, registration, token) go out as it asks;
-    it ends by retrying the probe with the new token, which is sent only when the probe was.
+    its last request, the probe again with the new token, is not sent: the login is done.
     """
     challenge = auth.challenge
     probe = _probe_request(auth.server_url, challenge)
@@ -177,8 +177,6 @@ async def _authorize(
             response = _with_scope(await client.send(request), scope)
         while (request := await flow.asend(response)) is not probe:
             response = await dpop.send(client, request)
-        # The flow's last request is the probe again, with the token: the login is done, and
-        # the session that met the challenge retries its own request.
     except StopAsyncIteration:
         pass
     finally:
