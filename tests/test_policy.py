@@ -130,6 +130,7 @@ def test_resolve(rule: Rule, hook: str | None, expected: tuple[str, DecidedBy | 
 def test_decided_by_vocabulary() -> None:
     assert {d.value for d in DecidedBy} == {
         "user",
+        "rule",
         "hook",
         "level",
         "policy",

@@ -61,6 +61,8 @@ _ASKED = {
     "elicitation.requested": ("elicitation", "elicitationId"),
 }
 _ANSWERED = {"approval.resolved": "approvalId", "elicitation.resolved": "elicitationId"}
+# Seconds the prompt waits, once the call has ended, for the event saying a person answered.
+ANSWER_EVENT_GRACE = 1.0
 
 
 def _asks_this_call(question: dict[str, Any], call_id: str) -> bool:
@@ -103,12 +105,16 @@ def _read_answer(prompt: str, ctx: Ctx, wakes: tuple[int, int]) -> str | None:
     (``wakes``: the call's end, then an answer from elsewhere)."""
     ctx.err.write(prompt)
     ctx.err.flush()
-    ended, _ = wakes
+    _ended, resolved = wakes
     ready, _, _ = select.select([sys.stdin, *wakes], [], [])
     if sys.stdin in ready:
         return sys.stdin.readline()
     ctx.err.write("\n")  # the prompt's line ends here; what ended it is said next
-    if ended not in ready:
+    if resolved not in ready:
+        # The call's reply may come in before the event that a person answered (two
+        # connections, two threads): the daemon sent that event first, so it is a moment away.
+        ready, _, _ = select.select([resolved], [], [], ANSWER_EVENT_GRACE)
+    if resolved in ready:
         ctx.note("(answered elsewhere)")
     return None
 
