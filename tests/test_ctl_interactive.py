@@ -162,7 +162,7 @@ def test_call_off_a_terminal_says_it_waits_and_how_to_answer(daemon: Daemon) -> 
     finally:
         if call.poll() is None:
             call.kill()
-            call.communicate()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
     assert (call.returncode, out, err) == (0, "hi\n", "")
 
 
@@ -176,7 +176,7 @@ def test_ctrl_c_cancels_the_call_and_its_approval(daemon: Daemon) -> None:
     finally:
         if call.poll() is None:
             call.kill()
-            call.communicate()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
     assert call.returncode == 130
     assert out == ""
     assert "meworkctl: interrupted: cancelled the call ctl-" in err
@@ -207,7 +207,7 @@ def test_call_on_a_terminal_asks_and_a_reason_denies(daemon: Daemon) -> None:
     finally:
         if call.poll() is None:
             call.kill()
-            call.communicate()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
         os.close(leader)
     assert call.returncode == 1  # a denial is the tool's isError
     assert "not today" in out
@@ -267,7 +267,7 @@ def test_a_terminal_prompt_answered_elsewhere_goes_away(daemon: Daemon) -> None:
     finally:
         if call.poll() is None:
             call.kill()
-            call.communicate()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
         os.close(leader)
     assert (call.returncode, out) == (0, "hi\n")
 
@@ -303,7 +303,7 @@ def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
     finally:
         if call.poll() is None:
             call.kill()
-            call.communicate()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
         os.close(leader)
     assert call.returncode == 0, out
     assert 'accepted {"color": "green", "count": 3, "name": "Ada", "notify": false}' in out
