@@ -291,8 +291,11 @@ def test_cline() -> None:
     entry = doc.entries["local-server"]
     assert entry["enabled"] is True
     assert entry["timeoutSeconds"] == 60
-    assert warned(doc) == [("local-server", "alwaysAllow"), ("local-server", "autoApprove")]
-    assert all("setToolAutoApprove" in w["message"] for w in doc.warnings)
+    # Cline's auto-approved tools run without asking here too, said in the preview; an
+    # empty alwaysAllow allows nothing and needs no word.
+    assert entry["alwaysAllowTools"] == ["tool1", "tool2"]
+    assert warned(doc) == [("local-server", "autoApprove")]
+    assert "imported as alwaysAllowTools: tool1, tool2" in doc.warnings[0]["message"]
 
 
 def test_roo_code() -> None:

@@ -222,9 +222,10 @@ async def test_transports_aliases_and_fields_read(env: DaemonEnv) -> None:
         assert fields["disabledTools"] == ["rm"]
         assert fields["disabledAutoApproveTools"] == ["mv"]
         assert fields["enabled"] is False  # Cline's "disabled": true
-        assert "autoApprove" not in on_disk["fields"]  # not used, so reported, not stored
+        assert "autoApprove" not in on_disk["fields"]  # carried over, and said so
+        assert on_disk["fields"]["alwaysAllowTools"] == ["ls"]
         assert [(w["name"], w["field"]) for w in reply["warnings"]] == [("fields", "autoApprove")]
-        assert "setToolAutoApprove" in reply["warnings"][0]["message"]
+        assert "imported as alwaysAllowTools: ls" in reply["warnings"][0]["message"]
         assert "disabled" not in on_disk["fields"]
 
 

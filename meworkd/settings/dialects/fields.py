@@ -27,9 +27,9 @@ _CLINE_KEYS = frozenset({"autoApprove", "alwaysAllow", "disabled", "watchPaths",
 # Keys only Gemini CLI writes: its "timeout" is in milliseconds and its "url" is HTTP+SSE.
 GEMINI_KEYS = frozenset({"httpUrl", "trust", "includeTools", "excludeTools"})
 _APPROVALS = (
-    "not imported: meworkd has no per-server allow list; tools are approved by the "
-    "conversation's approval level (full_access, or a PermissionRequest hook), and a tool "
-    "that must always ask is marked with servers.setToolAutoApprove (disabledAutoApproveTools)"
+    "not imported: trusting every tool of a server is not carried over; list the tools that "
+    'may run without asking in alwaysAllowTools (names or globs, e.g. ["*"]), or answer an '
+    'approval with "always"'
 )
 
 
@@ -146,10 +146,12 @@ def _timeout(rest: dict[str, Any], out: Translated, dialect: str) -> None:
 
 
 def _tool_lists(rest: dict[str, Any], out: Translated, _dialect: str) -> None:
-    for key in ("autoApprove", "alwaysAllow", "trust"):
+    for key in ("autoApprove", "alwaysAllow"):  # Cline, Roo Code: tools run without asking
         if key in rest:
-            rest.pop(key)
-            out.warn(key, _APPROVALS)
+            _allow_list(rest, out, key, rest.pop(key))
+    if "trust" in rest:  # Gemini CLI: every tool of the server; not carried over wholesale
+        rest.pop("trust")
+        out.warn("trust", _APPROVALS)
     if "excludeTools" in rest:  # Gemini CLI: the same as disabledTools
         excluded = rest.pop("excludeTools")
         if isinstance(excluded, list):
@@ -165,6 +167,19 @@ def _tool_lists(rest: dict[str, Any], out: Translated, _dialect: str) -> None:
             "not imported: meworkd lists the tools to switch off (disabledTools); after a "
             "Test connection, disable the tools you do not want with servers.setToolEnabled",
         )
+
+
+def _allow_list(rest: dict[str, Any], out: Translated, key: str, tools: object) -> None:
+    """Another host's allow list as alwaysAllowTools, said in the preview (never silently)."""
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        out.warn(key, "not imported: expected a list of tool names")
+        return
+    if not tools:
+        return  # an empty list allows nothing: nothing to carry over or to say
+    current = rest.get("alwaysAllowTools")
+    merged = list(current) if isinstance(current, list) else []
+    rest["alwaysAllowTools"] = merged + [t for t in tools if t not in merged]
+    out.warn(key, f"imported as alwaysAllowTools: {', '.join(tools)} run without asking")
 
 
 _STEPS: tuple[Callable[[dict[str, Any], Translated, str], None], ...] = (
