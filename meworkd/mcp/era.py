@@ -87,12 +87,12 @@ async def discover_first(
             await client.initialize()
             return
         except (MCPError, RuntimeError):  # RuntimeError: it answered with a version of 2026
-            if _needs_login(http):
+            if http.unauthorized:  # a missing login says nothing of the era
                 raise
             memory.forget(url)  # the server may have moved on: probe it
     if await _probe(client, http):
         return
-    wants_login = _needs_login(http)  # a 401 to the probe says nothing of the era
+    wants_login = http.unauthorized  # a 401 to the probe says nothing of the era
     http.last = None  # the probe's refusal was an answer, not a failure to report
     try:
         await client.initialize()
@@ -140,8 +140,3 @@ def _supported(exc: MCPError) -> list[str]:
         return types.UnsupportedProtocolVersionErrorData.model_validate(exc.error.data).supported
     except ValidationError:
         return []
-
-
-def _needs_login(http: HttpErrors) -> bool:
-    """The refusal was HTTP 401: a missing login, which says nothing of the era."""
-    return http.last is not None and http.last[0] == 401

@@ -201,8 +201,9 @@ LOGIN_NEEDED = "the server needs a login (servers.login)"
 
 
 def _answered_401(exc: BaseException, http: HttpErrors | None, config: ServerConfig) -> bool:
-    last = http.last if http is not None else None
-    return isinstance(exc, MCPError) and last is not None and last[0] == 401 and uses_oauth(config)
+    return (
+        isinstance(exc, MCPError) and http is not None and http.unauthorized and uses_oauth(config)
+    )
 
 
 def login_needed(

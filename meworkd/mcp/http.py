@@ -54,6 +54,11 @@ class HttpErrors:
     # only), or an SSE stream announcing an ``endpoint`` to post messages to.
     legacy_sse: bool = False
 
+    @property
+    def unauthorized(self) -> bool:
+        """The last error response was HTTP 401: a login is missing (or no longer valid)."""
+        return self.last is not None and self.last[0] == 401
+
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from mework_protocol.topics import APPROVAL_TOPICS
 
 from mework_client import RpcError, UntrustedSocket
-from mework_client.ctl.answers import ALLOW_PROMPT, NOT_ALWAYS, ask_decision
+from mework_client.ctl.answers import ALLOW_PROMPT, ask_decision, respond
 from mework_client.ctl.command import EXIT_OK, Args, Command, Ctx, arg, pick, say, show
 from mework_client.ctl.layout import (
     GREEN,
@@ -159,21 +159,17 @@ class ApprovalWatcher:
         if answer is None:
             self.write("\n(no more input: leaving it unanswered)")
             return False
-        decision, why, scope = ask_decision(answer)
-        params = {"approvalId": approval_id, "decision": decision}
-        if scope != "once":
-            params["scope"] = scope
+        typed = ask_decision(answer)
+        decision = typed.decision
         try:
-            self.control.call("approvals.respond", params | ({"reason": why} if why else {}))
+            said = respond(self.control.call, approval_id, typed)
         except RpcError as exc:
-            if exc.kind == "invalid_params" and scope == "always":
-                self.write(NOT_ALWAYS)
-                self.control.call("approvals.respond", params | {"scope": "once"})
-            elif exc.kind == "approval_not_found":
-                self.write(self.style.dim(f"{approval_id}: already answered"))
-                return True
-            else:
+            if exc.kind != "approval_not_found":
                 raise
+            self.write(self.style.dim(f"{approval_id}: already answered"))
+            return True
+        if said is not None:
+            self.write(said)
         self.answered.add(approval_id)
         colour = self.style.green if decision == "allow" else self.style.red
         self.write(colour(f"{'allowed' if decision == 'allow' else 'denied'} {approval_id}"))

@@ -23,7 +23,7 @@ from mework_protocol.codes import METHOD_NOT_FOUND
 from mework_protocol.topics import APPROVAL_TOPICS, ELICITATION_TOPICS
 
 from mework_client import Client, DaemonNotRunning, RpcError
-from mework_client.ctl.answers import ALLOW_PROMPT, NOT_ALWAYS, ask_decision
+from mework_client.ctl.answers import ALLOW_PROMPT, ask_decision, respond
 from mework_client.ctl.command import (
     EXIT_INTERRUPTED,
     EXIT_NOT_RUNNING,
@@ -130,20 +130,15 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> 
     answer = _read_answer(ALLOW_PROMPT, ctx, wakes)
     if answer is None:
         return
-    decision, why, scope = ask_decision(answer)
-    params = {"approvalId": approval_id, "decision": decision}
-    if scope != "once":
-        params["scope"] = scope
     try:
-        ctx.call("approvals.respond", params | ({"reason": why} if why else {}))
+        said = respond(ctx.call, approval_id, ask_decision(answer))
     except RpcError as exc:
-        if exc.kind == "invalid_params" and scope == "always":
-            ctx.note(NOT_ALWAYS)
-            ctx.call("approvals.respond", params | {"scope": "once"})
-            return
         if exc.kind != "approval_not_found":
             raise
         ctx.note(f"{approval_id} was answered elsewhere")
+        return
+    if said is not None:
+        ctx.note(said)
 
 
 def _on_elicitation(ctx: Ctx, question: dict[str, Any], wakes: tuple[int, int]) -> None:

@@ -233,7 +233,7 @@ class Approvals:
         if not question["hookMayDecide"]:
             raise InvalidParams(
                 f"{question['tool']} cannot always be allowed: {question['reason']}, and no "
-                'rule pre-approves that; answer with scope "once" or "conversation"'
+                'rule pre-approves that; answer with scope "once"'
             )
         server, tool = question["server"], question["tool"]
         await self._store.mutate(

@@ -32,7 +32,12 @@ from mcp.client.auth.utils import (
     extract_field_from_www_auth,
     validate_metadata_issuer,
 )
-from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
+from mcp.shared.auth import (
+    JWT_BEARER_GRANT_TYPE,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
 from pydantic import ValidationError
 
 from meworkd.mcp.auth.credentials import secret_authentication, token_auth_method
@@ -44,7 +49,6 @@ from meworkd.settings import OAuthConfig
 __all__ = ["machine_grant"]
 
 CLIENT_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
@@ -161,7 +165,7 @@ async def _grant(
     if oauth.grant == "client_credentials":
         data["grant_type"] = "client_credentials"
         return data, await _client_authentication(oauth, metadata, issuer, data)
-    data["grant_type"] = JWT_BEARER_GRANT
+    data["grant_type"] = JWT_BEARER_GRANT_TYPE
     if oauth.grant == "identity_assertion":
         data["assertion"] = await _id_jag(auth, oauth, issuer, resource)
     else:  # jwt_bearer: the workload's own identity is the grant
