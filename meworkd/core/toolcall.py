@@ -4,9 +4,15 @@ The audit's ``requested`` entry and ``call.started`` are written from it, approv
 the server's questions are bound to it while it is in flight, and progress events name it.
 """
 
+import secrets
 from typing import NamedTuple
 
-__all__ = ["ToolCall"]
+__all__ = ["ToolCall", "new_call_id"]
+
+
+def new_call_id() -> str:
+    """A call id for a call its frontend did not name: 12 hex digits (as uuid4().hex[:12] was)."""
+    return secrets.token_hex(6)
 
 
 class ToolCall(NamedTuple):

@@ -8,7 +8,6 @@ the policy of now (settings, selection, level), not of the turn's start. What th
 read is an ``isError`` result; a malformed call (unknown or ended turn, a running callId) fails.
 """
 
-import secrets
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +38,7 @@ from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
-from meworkd.core.toolcall import ToolCall
+from meworkd.core.toolcall import ToolCall, new_call_id
 from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -166,7 +165,7 @@ class Turns:
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
         turn = self._get(turn_id)
-        call_id = call_id or secrets.token_hex(6)  # 12 hex digits, as uuid4().hex[:12] was
+        call_id = call_id or new_call_id()
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
             raise DuplicateCallId(turn.id, call_id)

@@ -1,6 +1,5 @@
 """turns.*: a model turn's tools, its tool calls, cancelling them, ending it."""
 
-import secrets
 from typing import Any
 
 import msgspec
@@ -14,6 +13,7 @@ from mework_protocol.params import (
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from meworkd.base.errors import TurnNotFound
+from meworkd.core.toolcall import new_call_id
 from meworkd.core.turns import Turns
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
@@ -35,7 +35,7 @@ async def call_tool(s: Services, conn: Connection, p: CallToolParams) -> msgspec
     # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
     tokens = bind_contextvars(turn=p.turn_id)
     turns = s.turns
-    call_id = p.call_id or secrets.token_hex(6)  # named here, so that a hang-up can cancel it
+    call_id = p.call_id or new_call_id()  # named here, so that a hang-up can cancel it
     try:
         # A frontend that goes away while its call waits (for approval, for the server) takes
         # the call with it, as its Ctrl-C would: nobody is left to receive the result.
