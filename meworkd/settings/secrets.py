@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
+
 from meworkd.base.log import REDACTED
 from meworkd.settings.envfile import EnvFileUnreadable, read_env_file
 from meworkd.settings.expand import VARIABLE, UnsetVariable, expand
@@ -241,14 +243,12 @@ def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]
         places.append(("url", "url", config.url))
     if isinstance(config.oauth, OAuthConfig):
         oauth = config.oauth
-        secrets = {
-            "clientSecret": oauth.client_secret,
-            "privateKey": oauth.private_key,
-            "assertion": oauth.assertion,
-            "idToken": oauth.id_token,
-            "idpClientSecret": oauth.idp_client_secret,
-        }
-        places += [("oauth", k, v) for k, v in secrets.items() if v is not None]
+        places += [
+            ("oauth", field.encode_name, value)
+            for field in msgspec.structs.fields(oauth)
+            if field.encode_name in OAUTH_SECRET_FIELDS
+            and (value := getattr(oauth, field.name)) is not None
+        ]
     for kind, name, value in places:
         parts = set(_expansions(value, environ))
         if kind == "url":
