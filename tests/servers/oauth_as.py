@@ -249,10 +249,7 @@ class _Extras:
             self.provider.events.append(f"GET -> {status}")
             return await _reply(send, status, {"error": "no SSE stream here"})
         if scope["type"] == "http" and scope["path"] == "/token" and scope["method"] == "POST":
-            body, more = b"", True
-            while more:
-                message = await receive()
-                body, more = body + message.get("body", b""), message.get("more_body", False)
+            body = await _read_body(receive)
             form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
             grant = form.get("grant_type", "")
             if grant in ("refresh_token", "client_credentials") and self.provider.refresh_outage:
@@ -268,17 +265,11 @@ class _Extras:
                 return await _reply(send, *self._jwt_bearer(form, basic))
             return await self.app(scope, _replay(body, receive), send)
         if scope["type"] == "http" and scope["path"] == "/idp/token":
-            body, more = b"", True
-            while more:
-                message = await receive()
-                body, more = body + message.get("body", b""), message.get("more_body", False)
+            body = await _read_body(receive)
             form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
             return await _reply(send, *self._token_exchange(form))
         if scope["type"] == "http" and scope["path"] == "/mcp" and scope["method"] == "POST":
-            body, more = b"", True
-            while more:
-                message = await receive()
-                body, more = body + message.get("body", b""), message.get("more_body", False)
+            body = await _read_body(receive)
             if self._needs_admin(scope, body):
                 return await self._insufficient_scope(send)
             if self.provider.anonymous and _method(body, self.provider.anonymous):
@@ -391,6 +382,15 @@ def _method(body: bytes, among: frozenset[str]) -> bool:
     except (ValueError, AttributeError):
         return False
     return bool(method in among or method.startswith("notifications/"))
+
+
+async def _read_body(receive: Any) -> bytes:
+    """A request's whole body (ASGI ``http.request`` messages until ``more_body`` is false)."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body, more = body + message.get("body", b""), message.get("more_body", False)
+    return body
 
 
 def _replay(body: bytes, receive: Any) -> Any:
