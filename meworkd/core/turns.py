@@ -317,6 +317,14 @@ class Turns:
             clock.cancel()
         return len(clocks)
 
+    def caller_gone(self, turn_id: str, call_id: str) -> None:
+        """The frontend that made the call went away while it ran (the connection's hang-up).
+
+        The call goes with it, as its Ctrl-C would take it: nobody is left to read the result.
+        """
+        if turn_id in self._turns:  # else the turn ended meanwhile, and its calls with it
+            self.cancel(turn_id, call_id)
+
     def end(self, turn_id: str) -> None:
         self.cancel(turn_id, None)
         self._turns.pop(turn_id, None)
