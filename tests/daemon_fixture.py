@@ -62,7 +62,6 @@ __all__ = [
     "read_doc",
     "registry_ops",
     "replace_atomically",
-    "rpc_for_op",
     "running_daemon",
     "spawn_meworkd",
     "stop_process",
@@ -296,7 +295,7 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
         proc.communicate()
 
 
-# --- the unknown-keys round trip (shared by test_store and test_registry_rpc) -------------------
+# --- the unknown-keys round trip (shared by test_store and test_core_registry) -------------------
 
 TOP_OWNED = frozenset({"assets", "mcp", "presets", "hooks"})
 ASSETS_OWNED = frozenset({"mcpServers"})
@@ -425,24 +424,6 @@ def expect_op(op: tuple[Any, ...], model: DocModel) -> str | None:
                 return "conflict"
             model.servers = {(new if k == old else k): v for k, v in servers.items()}
     return None
-
-
-def rpc_for_op(op: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    """The control-API request that performs ``op``."""
-    kind, *args = op
-    if kind == "add":
-        return "servers.add", {"name": args[0], "server": {"command": "added"}}
-    if kind == "update":
-        return "servers.update", {"name": args[0], "patch": args[1]}
-    if kind == "rename":
-        return "servers.rename", {"name": args[0], "newName": args[1]}
-    if kind == "remove":
-        return "servers.remove", {"name": args[0]}
-    if kind == "tool":
-        return "servers.setToolEnabled", {"name": args[0], "tool": args[1], "enabled": args[2]}
-    if kind == "mcp":
-        return "settings.setMcpOptions", {"max_reply_bytes": args[0]}
-    return "presets.set", {"name": args[0], "preset": {"mcpServers": args[1]}}
 
 
 def assert_unknown_keys_survived(doc: dict[str, Any], model: DocModel) -> None:
