@@ -16,9 +16,10 @@ import pytest
 from mework_client import Client, RpcError
 from mework_client.aio import AsyncClient
 
-from meworkd.app.daemon import Daemon
+from meworkd.app.daemon import DaemonState
 from meworkd.base.events import TOPICS
-from tests.daemon_fixture import DaemonEnv, daemon_and_client, make_env, read_doc
+from tests.common import BOUND
+from tests.daemon_fixture import DaemonEnv, daemon_and_client, make_env, read_doc, running_daemon
 
 SECRET_ENV = "sk-live-0123456789"
 SECRET_HEADER = "tok-abcdef-987654"
@@ -161,15 +162,15 @@ async def test_editing_methods_are_on_disk_when_the_reply_arrives(env: DaemonEnv
 
 @pytest.mark.anyio
 async def test_daemon_shutdown_stops_it_cleanly(env: DaemonEnv) -> None:
-    daemon = Daemon(env.paths, environ={})
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(daemon.run)
-            assert env.socket.exists()
-            client = Client(env.socket, timeout=5)
-            try:
-                reply = await anyio.to_thread.run_sync(client.call, "daemon.shutdown")
-            finally:
-                client.close()
-            assert reply == {"stopping": True}
+    async with running_daemon(env) as daemon:
+        assert env.socket.exists()
+        client = Client(env.socket, timeout=5)
+        try:
+            reply = await anyio.to_thread.run_sync(client.call, "daemon.shutdown")
+        finally:
+            client.close()
+        assert reply == {"stopping": True}
+        with anyio.fail_after(BOUND):
+            await daemon.lifecycle.stopping()  # the request reached the stop Daemon.run awaits
+    assert daemon.state is DaemonState.STOPPED
     assert not env.socket.exists()
