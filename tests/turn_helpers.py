@@ -379,6 +379,9 @@ class Harness:
         if self.daemon is not None:
             assert self._stop is not None
             assert self._stopped is not None
+            # Asked here, at once, as before serve_daemon ran it: a call that waits is cut off by
+            # the stop (its outcome says so), not by the hang-up of the clients just closed.
+            self.daemon.request_shutdown()
             self._stop.set()
             await self._stopped.wait()  # serve_daemon bounds the stop
             self.daemon = None
