@@ -80,11 +80,16 @@ class _QuestionThread(threading.Thread):
         super().__init__(daemon=True)
         self.stream, self.call_id, self.inbox, self.resolved = stream, call_id, inbox, resolved
         self.ids: set[str] = set()
+        self.stopped = threading.Event()  # meworkd stopping ended one of this call's questions
 
     def _answered_elsewhere(self, topic: str, question: dict[str, Any]) -> bool:
         # By a person, not a time-out or meworkd stopping (the call's own result says those).
         mine = question.get(_ANSWERED[topic]) in self.ids
         return mine and question.get("decidedBy", "user") == "user"
+
+    def _ended_by_stopping(self, topic: str, question: dict[str, Any]) -> bool:
+        mine = question.get(_ANSWERED[topic]) in self.ids
+        return mine and question.get("decidedBy") == "shutdown"
 
     def run(self) -> None:
         try:
@@ -96,6 +101,8 @@ class _QuestionThread(threading.Thread):
                     self.inbox.put((kind, question))
                 elif topic in _ANSWERED and self._answered_elsewhere(topic, question):
                     os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
+                elif topic in _ANSWERED and self._ended_by_stopping(topic, question):
+                    self.stopped.set()
         except (OSError, ValueError):
             pass  # the connection closed: the call's own reply says what happened
 
@@ -166,8 +173,8 @@ def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
 
 def _watch_questions(
     ctx: Ctx, call_id: str, inbox: queue.Queue[Any], resolved: int
-) -> Client | None:
-    """A stream of this call's questions (``None`` if this meworkd has no events)."""
+) -> _QuestionThread | None:
+    """The thread reading this call's questions (``None`` if this meworkd has no events)."""
     stream = ctx.connect(stream=True)
     try:
         # Subscribed before the call starts, so its questions cannot be missed.
@@ -177,8 +184,9 @@ def _watch_questions(
         if exc.code == METHOD_NOT_FOUND:
             return None  # the call itself still works; it just cannot say it waits
         raise
-    _QuestionThread(stream, call_id, inbox, resolved).start()
-    return stream
+    questions = _QuestionThread(stream, call_id, inbox, resolved)
+    questions.start()
+    return questions
 
 
 def run_call(cmd: Command, ctx: Ctx) -> int:
@@ -187,7 +195,7 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
     inbox: queue.Queue[Any] = queue.Queue()
     caller = _CallThread(ctx, params, inbox)
     resolved_read, resolved_write = os.pipe()
-    stream = _watch_questions(ctx, params["callId"], inbox, resolved_write)
+    questions = _watch_questions(ctx, params["callId"], inbox, resolved_write)
     try:
         caller.start()
         while True:
@@ -198,19 +206,32 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
                 _on_elicitation(ctx, value, (caller.wake_read, resolved_read))
             elif kind == "error":
                 return _call_lost(ctx, value)
+            elif _denied_by_stopping(value, questions):
+                return _call_lost(ctx, ConnectionError("meworkd stopped"))
             else:
                 return _finish(cmd, ctx, value)
     except KeyboardInterrupt:
         return _cancel(ctx, params)
     finally:
-        if stream is not None:
-            stream.shutdown()
+        if questions is not None:
+            questions.stream.shutdown()
+
+
+def _denied_by_stopping(result: Any, questions: _QuestionThread | None) -> bool:
+    """Whether the call ended in error because meworkd stopped while its question waited (a
+    graceful stop answers it "not approved: meworkd is shutting down"; the event saying so
+    comes on the other connection, a moment away at most)."""
+    if questions is None or not questions.ids or not obj(result).get("isError"):
+        return False
+    return questions.stopped.wait(ANSWER_EVENT_GRACE)
 
 
 def _call_lost(ctx: Ctx, error: Exception) -> int:
-    """The call's connection failed: meworkd stopped (or died) while it waited, or the call was
-    refused (raised, for :func:`mework_client.ctl.main.run` to say)."""
-    if isinstance(error, ConnectionError) and not isinstance(error, DaemonNotRunning):
+    """The call's connection failed or meworkd answered that it is stopping: it stopped (or
+    died) while the call waited. Else the call was refused (raised, for
+    :func:`mework_client.ctl.main.run` to say)."""
+    lost = isinstance(error, ConnectionError) and not isinstance(error, DaemonNotRunning)
+    if lost or (isinstance(error, RpcError) and error.kind == "shutting_down"):
         ctx.fail(
             "meworkd stopped while the call waited: it did not finish "
             "(start meworkd again, then call again in a new turn)"
