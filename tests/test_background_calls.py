@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from tests.daemon_helpers import Running, begin_turn, bound, start_daemon, wait_
 
 pytestmark = pytest.mark.anyio
 
+MEWORKCTL = str(Path(sys.executable).with_name("meworkctl"))
 AFTER = 0.2  # seconds; the gated call cannot end before the test opens its gate
 
 
@@ -68,6 +70,8 @@ async def test_a_call_past_its_time_moves_and_its_result_is_there_later(
         reply = await client.call("turns.callTool", {**params, "arguments": {}})
         assert reply["isError"] is False
         assert "goes on in the background (call g1)" in text_of(reply)
+        said = await meworkctl(running, "turn", "result", "g1")
+        assert said == "g1 is still running in the background\n"
         moved = await wait_event(events, "call.backgrounded", lambda d: d["callId"] == "g1")
         assert (moved["server"], moved["tool"], moved["afterSeconds"]) == ("bg", "gated", AFTER)
         assert await client.call("calls.result", {"callId": "g1"}) == {
@@ -86,6 +90,15 @@ async def test_a_call_past_its_time_moves_and_its_result_is_there_later(
         assert text_of(kept["result"]) == "the long answer"
         audit = await client.call("audit.list", {"conversationId": turn["conversationId"]})
         assert [(e["callId"], e["decision"]) for e in audit["entries"]] == [("g1", "allow")]
+    # And as a person sees it.
+    assert await meworkctl(running, "turn", "result", "g1") == "the long answer\n"
+    said = await meworkctl(running, "turn", "stop", "g1")
+    assert said == "g1 had finished already: nothing to cancel\n"
+
+
+async def meworkctl(running: Running, *args: str) -> str:
+    done = await anyio.run_process([MEWORKCTL, "--socket", str(running.socket), *args])
+    return done.stdout.decode()
 
 
 async def test_a_quick_call_stays_in_the_foreground(gated: tuple[Running, Path]) -> None:
