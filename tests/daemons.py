@@ -9,7 +9,7 @@ handlers are in place, so nothing polls the socket.
 
 The helpers with older names build on these: ``daemon_helpers.start_daemon`` (settings, socket
 and state under one short directory), ``daemon_fixture.running_daemon`` (an XDG tree) and
-``turn_helpers.Harness`` (which also restarts) run in-process; ``daemon_fixture.meworkd_process``
+``turn_helpers.Harness`` (which also restarts) run in-process; ``daemon_fixture.start_process``
 (an XDG tree), ``tests.reliability.harness.DaemonProc`` (explicit paths, a log file) and the
 fixtures of ``test_ctl.py``, ``test_activation.py`` and ``tests/ui`` start processes.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from mework_client import Client
 
 from meworkd.settings import DEFAULT_DOCUMENT
+from tests.common import START_BOUND
 from tests.daemon_fixture import (
     MEWORKD,
     DaemonEnv,
@@ -72,7 +73,11 @@ def test_first_start_with_xdg_defaults_and_a_second_instance(short_tmp: Path) ->
         settings_before = env.settings.read_bytes()
         # A second start is refused at once (it never serves, so no starter waits for it).
         second = subprocess.run(
-            [str(MEWORKD)], env=xdg_environ(env), capture_output=True, timeout=60, check=False
+            [str(MEWORKD)],
+            env=xdg_environ(env),
+            capture_output=True,
+            timeout=START_BOUND,
+            check=False,
         )
         assert second.returncode == EXIT_ALREADY_RUNNING
         err = second.stderr.decode()
@@ -187,7 +192,7 @@ def test_command_line_errors_and_version(short_tmp: Path) -> None:
         [str(MEWORKD), "--log-format", "xml"],
         env=xdg_environ(env),
         capture_output=True,
-        timeout=30,
+        timeout=START_BOUND,
         check=False,
     )
     assert done.returncode == 2
@@ -197,7 +202,7 @@ def test_command_line_errors_and_version(short_tmp: Path) -> None:
         [str(MEWORKD), "--version"],
         env=xdg_environ(env),
         capture_output=True,
-        timeout=30,
+        timeout=START_BOUND,
         check=False,
     )
     assert done.returncode == 0
