@@ -33,7 +33,7 @@ from meworkd.mcp import (
     read_resource,
 )
 from meworkd.settings import ServerConfig, edits, mask_value, masked_entry
-from meworkd.settings.dialects import parse_import
+from meworkd.settings.dialects import parse_import, resolve_rules
 from meworkd.settings.edits import OnConflict
 from meworkd.settings.entry_text import entry_from_text
 from meworkd.settings.lookup import command_warnings
@@ -212,18 +212,26 @@ class Servers:
         parsed = parse_import(text, inputs)
 
         def apply(doc: dict[str, Any]) -> dict[str, list[Any]]:
-            return edits.import_servers(doc, parsed.entries, on_conflict)
+            report = edits.import_servers(doc, parsed.entries, on_conflict)
+            # Claude Code's permission rules, for the servers of the document and those
+            # registered already (after the import: an entry it replaced takes them too).
+            rules, unresolved = resolve_rules(parsed.permissions, edits.servers_of(doc))
+            report["rules"] = edits.add_tool_rules(doc, rules)
+            report["ruleWarnings"] = unresolved
+            return report
 
         # A dry run applies the import to a copy of the document.
         report = apply(self._store.document()) if dry_run else await self._store.mutate(apply)
         report["rejected"] = parsed.rejected + report["rejected"]
         rejected = {r["name"] for r in report["rejected"]}
+        warnings = [w for w in parsed.warnings if w["name"] not in rejected]
+        warnings += report.pop("ruleWarnings")
         return {
             "format": parsed.format,
             "dryRun": dry_run,
             "duplicates": parsed.duplicates,
             **report,
-            "warnings": [w for w in parsed.warnings if w["name"] not in rejected],
+            "warnings": warnings,
             "needsInputs": parsed.needs_inputs,
         }
 

@@ -340,7 +340,8 @@ COMMANDS: tuple[Command, ...] = (
         "servers import",
         "import servers from another MCP host's JSON document",
         "meworkctl servers import ~/.cursor/mcp.json\n  pbpaste | meworkctl servers import -\n"
-        "  meworkctl servers import .vscode/mcp.json --input api-key='${API_KEY}'",
+        "  meworkctl servers import .vscode/mcp.json --input api-key='${API_KEY}'\n"
+        "  meworkctl servers import .claude/settings.json --dry-run",
         method="servers.import",
         args=(
             arg("file", metavar="FILE", help="the JSON file, or - for stdin"),
@@ -365,6 +366,9 @@ COMMANDS: tuple[Command, ...] = (
         details="Reads Claude Desktop/Claude Code/Cursor/Windsurf/Cline/Roo/Gemini CLI "
         '{"mcpServers": ...}, VS Code {"servers": ...}, Zed {"context_servers": ...}, Goose '
         '{"extensions": ...} (as JSON), Continue\'s mcpServers list or a bare map of servers. '
+        "Claude Code's permission rules for MCP tools (permissions.allow/deny/ask of a "
+        ".claude/settings.json: mcp__server__tool) become the servers' alwaysAllowTools, "
+        "disabledTools and disabledAutoApproveTools, each listed as a rule line. "
         "Fields meworkd does not use are listed as warnings. Values the document asks for with "
         "${input:ID} are asked on the terminal (or given with --input). Names that appear twice "
         "are reported, not merged. Exits 1 if any entry was rejected or an input is missing.",
