@@ -20,6 +20,7 @@ from meworkd.core.health import settings_state
 from meworkd.core.inspect import SECTIONS, Inventory, inspect
 from meworkd.core.probe import test_connection
 from meworkd.core.replies import Redact
+from meworkd.core.servercost import server_cost
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.mcp import (
@@ -121,7 +122,14 @@ class Servers:
             "alwaysAllowTools": list(config.always_allow_tools),
             "disabledAutoApproveTools": list(config.disabled_auto_approve_tools),
             "serverInfo": msgspec.to_builtins(config.server_info) if config.server_info else None,
+            "cost": self._cost(name, config),
         }
+
+    def _cost(self, name: str, config: ServerConfig) -> dict[str, Any] | None:
+        """What its tools would cost a turn, from the last tools it reported (None: not yet)."""
+        last = self._inventory.get(name)
+        prefix = self._store.settings.mcp.mandatory_description_prefix
+        return server_cost(name, config, last["tools"], last["reported"].get("tools"), prefix)
 
     def listing(self) -> dict[str, Any]:
         """Every server the settings name, valid ones first, and the settings file's state."""
