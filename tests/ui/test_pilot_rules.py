@@ -18,10 +18,11 @@ pytest.importorskip("textual")
 from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
+from mework_ui.dialogs import ImportDialog
 from mework_ui.rules import NO_RULES
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, TextArea
 
 from tests.common import fake
 from tests.daemon_fixture import replace_atomically
@@ -174,3 +175,38 @@ async def test_the_cost_of_a_servers_tools_shows(short_tmp: Path) -> None:
             app.push_screen(DetailScreen("ru-fake"))
             await until(pilot, lambda: bool(app.screen.query("#cost")))
             await until(pilot, lambda: text(app, "#cost") == said)
+
+
+async def test_claude_codes_rules_in_the_import_preview_then_the_rules_tab(short_tmp: Path) -> None:
+    settings = short_tmp / "settings.json"
+    async with start_daemon(short_tmp, {}) as running, connect(running.socket) as other:
+        replace_atomically(settings, settings_text())
+        await other.call("settings.reload")
+        app = MeworkApp(str(running.socket))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: "ru-fake" in app.model.servers)
+            await pilot.press("a")
+            await pilot.press("down", "enter")  # Add▾ → Import from JSON
+            await until(pilot, lambda: isinstance(app.screen, ImportDialog))
+            # Pasted from a .claude/settings.json (Claude Code's documented rule shapes).
+            app.screen.query_one(TextArea).text = (
+                '{"permissions": {"allow": ["mcp__ru-fake__echo"], '
+                '"deny": ["mcp__ru-fake__t1*", "mcp__github"]}}'
+            )
+            await pilot.press("ctrl+e")
+            await until(pilot, lambda: "would be set:" in text(app, "#report"))
+            report = text(app, "#report")
+            assert (
+                "would be set: ru-fake alwaysAllowTools + echo "
+                "(from permissions.allow mcp__ru-fake__echo)" in report
+            )
+            assert "would be set: ru-fake disabledTools + t1*" in report
+            assert "! github.permissions.deny: mcp__github: no server named 'github'" in report
+            assert "alwaysAllowTools" not in settings.read_text()  # a preview writes nothing
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: "set: ru-fake alwaysAllowTools" in text(app, "#report"))
+            await pilot.press("escape")
+            table = await open_rules(pilot, app)
+            await until(pilot, lambda: len(table.rows) == 2)
+            assert set(table.rows) == {ALWAYS_ECHO, "disabledTools\x1ft1*"}
+            assert "// the test server" in settings.read_text()
