@@ -223,7 +223,9 @@ class Servers:
             report = edits.import_servers(doc, parsed.entries, on_conflict)
             # Claude Code's permission rules, for the servers of the document and those
             # registered already (after the import: an entry it replaced takes them too).
-            rules, unresolved = resolve_rules(parsed.permissions, edits.servers_of(doc))
+            servers = edits.servers_of(doc)
+            names = [name for name, entry in servers.items() if isinstance(entry, dict)]
+            rules, unresolved = resolve_rules(parsed.permissions, names)
             report["rules"] = edits.add_tool_rules(doc, rules)
             report["ruleWarnings"] = unresolved
             return report

@@ -241,7 +241,7 @@ def add_tool_rules(doc: dict[str, Any], rules: Iterable[ToolRule]) -> list[dict[
     for rule in rules:
         entry = servers.get(rule.server)
         if not isinstance(entry, dict):
-            continue  # not written: an import left it out, and said why
+            continue  # resolved against entries that are objects: not reached
         current = entry.get(rule.field)
         listed = [t for t in current if isinstance(t, str)] if isinstance(current, list) else []
         if rule.pattern not in listed:
