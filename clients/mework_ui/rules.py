@@ -22,8 +22,8 @@ __all__ = ["RULE_LISTS", "RulesPane", "rule_matches"]
 
 # Each list of rules and what a rule in it does, in words.
 RULE_LISTS = {
-    "alwaysAllowTools": "runs without asking, at every level",
-    "disabledTools": "never offered, never callable",
+    "alwaysAllowTools": "runs without asking",
+    "disabledTools": "never offered or callable",
 }
 NO_RULES = (
     "No per-tool rules. Answering a question with a (always) adds one to alwaysAllowTools; "
@@ -37,10 +37,10 @@ def rule_matches(pattern: str, tools: list[str] | None) -> str:
     """Which of the tools the server last listed ``pattern`` matches, as the daemon matches
     them (shell-style globs, case-sensitive; docs/api.md "Per-tool rules")."""
     if tools is None:
-        return "? not listed yet"
+        return "? not listed yet"  # the server has not reported its tools
     hits = [t for t in tools if t == pattern or fnmatchcase(t, pattern)]
     if not hits:
-        return "none of the tools listed"
+        return "none listed"
     if len(hits) == 1 and hits[0] == pattern:
         return "this tool"
     shown = ", ".join(hits[:3]) + (f" (+{len(hits) - 3})" if len(hits) > 3 else "")

@@ -19,7 +19,7 @@ from mework_client.aio import AsyncClient, connect
 from mework_ui.app import MeworkApp
 from mework_ui.detail import DetailScreen
 from mework_ui.dialogs import ImportDialog
-from mework_ui.rules import NO_RULES
+from mework_ui.rules import NO_RULES, rule_matches
 from mework_ui.servers import ServersScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
@@ -90,6 +90,15 @@ async def open_rules(pilot: Pilot[Any], app: MeworkApp) -> DataTable[Any]:
     return table
 
 
+def test_what_a_rule_matches_in_words() -> None:
+    tools = ["read_file", "read_dir", "write_file", "stat", "rm"]
+    assert rule_matches("stat", tools) == "this tool"
+    assert rule_matches("read_*", tools) == "read_file, read_dir"
+    assert rule_matches("*", tools) == "read_file, read_dir, write_file (+2)"
+    assert rule_matches("Stat", tools) == "none listed"  # case-sensitive, as the daemon
+    assert rule_matches("[rw]*", None) == "? not listed yet"
+
+
 async def test_an_always_rule_shows_and_delete_removes_it(short_tmp: Path) -> None:
     settings = short_tmp / "settings.json"
     async with start_daemon(short_tmp, {}) as running, connect(running.socket) as other:
@@ -104,7 +113,7 @@ async def test_an_always_rule_shows_and_delete_removes_it(short_tmp: Path) -> No
             table = await open_rules(pilot, app)
             await until(pilot, lambda: ALWAYS_ECHO in table.rows)
             assert cell(table, ALWAYS_ECHO, "rule") == "echo"
-            assert cell(table, ALWAYS_ECHO, "does") == "runs without asking, at every level"
+            assert cell(table, ALWAYS_ECHO, "does") == "runs without asking"
             # Held against the tools the server last reported (the turn's discovery).
             await until(pilot, lambda: cell(table, ALWAYS_ECHO, "hits") == "this tool")
 
@@ -144,7 +153,8 @@ async def test_a_rule_written_by_hand_shows_after_the_reload(short_tmp: Path) ->
             replace_atomically(settings, settings_text(', "disabledTools": ["t*", "add"]'))
             await until(pilot, lambda: len(table.rows) == 2)
             glob = "disabledTools\x1ft*"
-            assert cell(table, glob, "does") == "never offered, never callable"
+            assert cell(table, glob, "does") == "never offered or callable"
+            assert cell(table, glob, "hits") == "? not listed yet"  # no turn or test yet
             assert cell(table, "disabledTools\x1fadd", "rule") == "add"
 
             # The Tools tab's switch edits the same list: delete removes the pattern alone.
