@@ -11,7 +11,7 @@ from typing import Any
 
 from mework_protocol.failures import failure_kind
 
-__all__ = ["byte_size", "server_state", "token_estimate", "unreadable_settings"]
+__all__ = ["byte_size", "server_state", "token_estimate", "tool_problem", "unreadable_settings"]
 
 
 def server_state(entry: Mapping[str, Any]) -> str:
@@ -52,3 +52,11 @@ def token_estimate(count: object, *, unit: bool = True) -> str:
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         return "?"
     return f"~{count:,}" + (f" token{'s' * (count != 1)}" if unit else "")
+
+
+def tool_problem(problem: Mapping[str, Any]) -> str:
+    """A Test connection's finding about one tool (``servers.test`` ``problems``), in words:
+    its ``detail`` says it plainly; the code (``name_shortened``) is for programs."""
+    where = f"{problem['tool']}: " if problem.get("tool") else ""
+    code = str(problem.get("problem") or "").replace("_", " ")
+    return f"{where}{problem.get('detail') or problem.get('message') or code}"

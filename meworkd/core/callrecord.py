@@ -10,6 +10,7 @@ or the reply, only the arguments' digest.
 
 import time
 
+from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
 from meworkd.base.events import EventBus
 from meworkd.core.approvals.gate import Decision
@@ -25,10 +26,12 @@ class CallRecord:
     """A call from its ``requested`` record to its one outcome.
 
     ``allowed``: the decision that let it run, once there is one (a call cut off after it
-    keeps who allowed it).
+    keeps who allowed it). ``traced``: the call's span, which gets the same outcome.
     """
 
-    def __init__(self, db: StateDB, bus: EventBus, call: ToolCall) -> None:
+    def __init__(
+        self, db: StateDB, bus: EventBus, call: ToolCall, traced: telemetry.Traced = telemetry.OFF
+    ) -> None:
         """Put the call on record now and announce it.
 
         Raises:
@@ -42,6 +45,13 @@ class CallRecord:
         self.id = db.record_request(*call, at=self.time)
         self.allowed: Decision | None = None
         self.finished = False
+        self._traced = traced
+        traced.rename(f"tools/call {call.tool or call.name}")
+        traced.set("mcp.method.name", "tools/call")
+        traced.set("gen_ai.tool.name", call.tool or call.name)
+        traced.set("mework.server", call.server)
+        traced.set("mework.conversation", call.conversation_id)
+        traced.set("mework.turn", call.turn_id)
         bus.publish(
             "call.started",
             {
@@ -81,6 +91,12 @@ class CallRecord:
         )
         self._db.record(entry)
         self._bus.publish("call.finished", audit_view(self.id, self.time, entry))
+        self._traced.set("mework.decision", decision)
+        self._traced.set("mework.decided_by", decided_by.value)
+        if decision != "allow":
+            self._traced.fail("denied")
+        elif is_error:
+            self._traced.fail("tool_error")
 
     def cut_off(self, by: DecidedBy, reason: str) -> None:
         """The outcome of a call stopped before it finished (cancelled, or the daemon stopping).

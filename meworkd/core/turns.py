@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
 from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
@@ -88,6 +89,14 @@ class Turns:
     # --- begin ---------------------------------------------------------------------------
 
     async def begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
+        with telemetry.span("turn.begin", {"mework.conversation": conversation_id}) as traced:
+            reply = await self._begin(conversation_id, parent_turn_id)
+            traced.set("mework.turn", reply["turnId"])
+            traced.set("mework.tools", len(reply["tools"]))
+            traced.set("mework.failures", len(reply["failures"]))
+            return reply
+
+    async def _begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
         conversation = self._db.get_conversation(conversation_id)
         settings = self._store.settings
         selected, failures = select(conversation.mcp_servers, settings)
@@ -164,6 +173,18 @@ class Turns:
             DuplicateCallId: ``call_id`` is already running in this turn.
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
+        # The span is current while the call runs: the request to the server carries it.
+        with telemetry.span("tools/call", client=True) as traced:
+            return await self._call_tool(turn_id, name, arguments, call_id, traced)
+
+    async def _call_tool(
+        self,
+        turn_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        traced: telemetry.Traced,
+    ) -> msgspec.Raw:
         turn = self._get(turn_id)
         call_id = call_id or new_call_id()
         if call_id in turn.calls:
@@ -180,7 +201,7 @@ class Turns:
             arguments_digest(arguments),
         )
         # Durable before anything is asked or sent; AuditUnavailable refuses the call.
-        record = CallRecord(self._db, self._bus, call)
+        record = CallRecord(self._db, self._bus, call, traced)
         try:
             if binding is None:
                 # The model made up a name: it gets a readable answer, the audit a denied call.

@@ -16,6 +16,7 @@ from mcp.client import ClientRequestContext
 from mcp_types.methods import validate_server_result
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from meworkd.base import telemetry
 from meworkd.mcp.budget import (
     MAX_LISTING_BYTES,
     MAX_LISTING_ITEMS,
@@ -224,7 +225,10 @@ async def _call_rounds(
         # send_request, not call_tool: no client-side outputSchema validation (a mismatching
         # reply is still the server's reply) and no implicit tools/list.
         params = types.CallToolRequestParams(
-            name=tool, arguments=arguments, input_responses=responses, request_state=state
+            name=tool,
+            arguments=arguments,
+            input_responses=responses,
+            request_state=state,
         )
         try:
             result = await client.send_request(
@@ -270,7 +274,7 @@ async def _direct_call(
     url_asked = False
     while True:
         try:
-            raw = await direct.call_tool(tool, arguments, progressed)
+            raw = await direct.call_tool(tool, arguments, progressed, telemetry.trace_meta())
         except MCPError as exc:
             if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
                 raise

@@ -236,6 +236,8 @@ class Server:
     def call(self, mid: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         name = params.get("name")
         a = params.get("arguments") or {}
+        if trace := (params.get("_meta") or {}).get("traceparent"):
+            kitchen.err(f"kitchen: {name} traceparent {trace}")  # the trace context it came with
         try:
             return self.tool(mid, name, a, params)
         except (KeyError, TypeError, ValueError) as exc:
