@@ -270,6 +270,7 @@ class Daemon:
             "conversations": self.state_db.conversation_count(),
             "turns": self.turns.active,
             "connections": self.rpc.connections,
+            "rpcMemory": self.rpc.memory(),
             "settingsError": health["error"],
             "settingsWarnings": health["warnings"],
             "settings": health,
