@@ -300,6 +300,7 @@ def test_diff_separates_connection_and_policy_changes() -> None:
         "url",
         "headers",
         "oauth",
+        "limits",
     }
 
 

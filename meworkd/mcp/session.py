@@ -28,6 +28,7 @@ from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
+from meworkd.mcp.limits import describe_hit, limit_hit
 from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 
@@ -125,6 +126,8 @@ class McpSession:
         self.stderr_tail: list[str] = []
         self.exit_code: int | None = None
         self.error: str | None = None
+        self.limit_hit: str | None = None  # the limit the server died on (``limits``)
+        self._gone_by_itself = False  # its output ended while it was wanted
         self.connect_seconds: float | None = None
         self.in_flight = 0
         self.last_used = time.monotonic()
@@ -198,6 +201,8 @@ class McpSession:
             )
         finally:
             self._client = None
+            if started:
+                self._ended()
             self._set_state(SessionState.CLOSED)
             if self.pid is not None:
                 self._on_exit(self.pid)
@@ -226,7 +231,19 @@ class McpSession:
         self._on_spawn(pid)
 
     def _server_gone(self) -> None:
+        self._gone_by_itself = self.state <= SessionState.READY
         self._set_state(SessionState.CLOSING)
+
+    def _ended(self) -> None:
+        """After the transport closed: a server that went away by itself on one of its limits
+        leaves that as the session's error (``limit_hit`` says which)."""
+        connected = self._connected
+        process = connected.process if connected is not None else None
+        if self._gone_by_itself and process is not None and process.returncode is not None:
+            hit = self._limit_hit(process.returncode)
+            if hit is not None:
+                self.exit_code = process.returncode
+                self.error = hit
 
     def _stderr(self, line: str) -> None:
         # Keep what the log ring stored (secrets redacted), not the raw line.
@@ -305,9 +322,25 @@ class McpSession:
             reason, message = "auth_unavailable", why  # the AS is failing: not a logout
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode
+            if (hit := self._limit_hit(returncode)) is not None:
+                reason, message = "resource_limit", hit
         self.error = message
         tail = list(self.stderr_tail)
-        return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
+        more = {"limit": self.limit_hit} if reason == "resource_limit" else {}
+        return ServerUnavailable(
+            message, server=self.server, reason=reason, stderrTail=tail, **more
+        )
+
+    def _limit_hit(self, returncode: int) -> str | None:
+        """The failure's sentence when the server died on one of its ``limits`` (and a line
+        saying so in its Logs), else None."""
+        hit = limit_hit(self.config.limits, returncode, self.stderr_tail)
+        if hit is None:
+            return None
+        self.limit_hit = hit[0]
+        message = describe_hit(*hit)
+        self._on_stderr(f"[meworkd] {message}")
+        return message
 
     async def _message(self, message: object) -> None:
         # With a host, log lines reach it through the logging callback, with their level;

@@ -32,6 +32,7 @@ from meworkd.base.procgroup import (
 from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED, CommandNotFound
+from meworkd.mcp.limits import apply_limits
 from meworkd.settings import ServerConfig
 from meworkd.settings.envfile import read_env_file
 
@@ -91,13 +92,7 @@ async def open_stdio(
             raise  # the working directory is what is missing
         searched = None if "/" in config.command else env.get("PATH", os.defpath)
         raise CommandNotFound(config.command, searched) from None
-    try:
-        on_spawn(process.pid)
-    except BaseException:
-        # Not in the ledger (its write failed): stopped now, never left running untracked.
-        with anyio.CancelScope(shield=True):
-            await _stop(process, session, graceful=False)
-        raise
+    await _recorded_and_limited(process, session, config, on_spawn)
     assert process.stdin is not None
     assert process.stdout is not None
     reader = _PipeReader(process.stdout, on_stderr)
@@ -114,6 +109,24 @@ async def open_stdio(
                 writer.close()
                 await _stop(process, session, graceful=graceful())
             tg.cancel_scope.cancel()
+
+
+async def _recorded_and_limited(
+    process: Process, session: str, config: ServerConfig, on_spawn: Callable[[int], None]
+) -> None:
+    """Put the new process in the ledger and set its ``limits``; if either fails, it is stopped
+    at once: never left running untracked or unlimited."""
+    try:
+        on_spawn(process.pid)
+        if config.limits is not None:
+            try:
+                apply_limits(process.pid, config.limits)
+            except OSError as exc:
+                raise OSError(exc.errno, f"its limits could not be set ({exc.strerror})") from None
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(process, session, graceful=False)
+        raise
 
 
 async def _read_stderr(stream: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
