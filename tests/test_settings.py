@@ -301,6 +301,7 @@ def test_diff_separates_connection_and_policy_changes() -> None:
         "headers",
         "oauth",
         "limits",
+        "sandbox",
     }
 
 

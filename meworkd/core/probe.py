@@ -147,6 +147,7 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
         sectionErrors=report.section_errors,
         problems=lint_tools(name, report.tools),
         stderrTail=list(session.stderr_tail),
+        sandbox=session.sandbox,
         durationMs=_ms_since(started),
     )
     return result

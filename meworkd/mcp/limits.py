@@ -30,9 +30,10 @@ import resource
 import signal
 from collections.abc import Sequence
 
-from meworkd.settings import Limits
+from meworkd.mcp.sandbox import unavailable
+from meworkd.settings import Limits, ServerConfig
 
-__all__ = ["apply_limits", "describe_hit", "limit_hit"]
+__all__ = ["apply_limits", "describe_hit", "exit_failure", "limit_hit"]
 
 _CPU_GRACE = 1  # seconds between SIGXCPU (the soft limit) and SIGKILL (the hard one)
 
@@ -90,3 +91,16 @@ def _what(key: str, value: int) -> str:
 def describe_hit(limit: str, what: str) -> str:
     """The failure's sentence for a death on ``limit``."""
     return f"the server was stopped by its limits.{limit}: {what}; raise the limit or leave it out"
+
+
+def exit_failure(
+    config: ServerConfig, returncode: int, stderr_tail: Sequence[str]
+) -> tuple[str, str, str | None] | None:
+    """``(kind, sentence, limit)`` for a server that exited on one of its ``limits``
+    (``resource_limit``) or whose sandbox bwrap could not build (``sandbox_unavailable``)."""
+    hit = limit_hit(config.limits, returncode, stderr_tail)
+    if hit is not None:
+        return "resource_limit", describe_hit(*hit), hit[0]
+    if config.sandboxed and (why := unavailable(returncode, list(stderr_tail))) is not None:
+        return "sandbox_unavailable", why, None
+    return None

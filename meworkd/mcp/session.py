@@ -28,7 +28,7 @@ from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
-from meworkd.mcp.limits import describe_hit, limit_hit
+from meworkd.mcp.limits import exit_failure
 from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 
@@ -226,6 +226,12 @@ class McpSession:
             return None
         return connected.direct
 
+    @property
+    def sandbox(self) -> dict[str, object] | None:
+        """What the server's sandbox lets it see and do (None: it runs unsandboxed)."""
+        view = self._connected.sandbox if self._connected is not None else None
+        return None if view is None else view.as_dict()
+
     def _spawned(self, pid: int) -> None:
         self.pid = pid
         self._on_spawn(pid)
@@ -237,13 +243,11 @@ class McpSession:
     def _ended(self) -> None:
         """After the transport closed: a server that went away by itself on one of its limits
         leaves that as the session's error (``limit_hit`` says which)."""
-        connected = self._connected
-        process = connected.process if connected is not None else None
+        process = self._connected.process if self._connected is not None else None
         if self._gone_by_itself and process is not None and process.returncode is not None:
-            hit = self._limit_hit(process.returncode)
-            if hit is not None:
-                self.exit_code = process.returncode
-                self.error = hit
+            found = self._exit_failure(process.returncode)
+            if found is not None:
+                self.exit_code, self.error = process.returncode, found[1]
 
     def _stderr(self, line: str) -> None:
         # Keep what the log ring stored (secrets redacted), not the raw line.
@@ -322,25 +326,21 @@ class McpSession:
             reason, message = "auth_unavailable", why  # the AS is failing: not a logout
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode
-            if (hit := self._limit_hit(returncode)) is not None:
-                reason, message = "resource_limit", hit
+            reason, message = self._exit_failure(returncode) or (reason, message)
         self.error = message
         tail = list(self.stderr_tail)
-        more = {"limit": self.limit_hit} if reason == "resource_limit" else {}
-        return ServerUnavailable(
-            message, server=self.server, reason=reason, stderrTail=tail, **more
-        )
+        kw = {"limit": self.limit_hit} if reason == "resource_limit" else {}
+        return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail, **kw)
 
-    def _limit_hit(self, returncode: int) -> str | None:
-        """The failure's sentence when the server died on one of its ``limits`` (and a line
-        saying so in its Logs), else None."""
-        hit = limit_hit(self.config.limits, returncode, self.stderr_tail)
-        if hit is None:
+    def _exit_failure(self, returncode: int) -> tuple[str, str] | None:
+        """(kind, sentence) when the server died on one of its limits or its sandbox could not
+        be built (with a line saying so in its Logs), else None."""
+        found = exit_failure(self.config, returncode, self.stderr_tail)
+        if found is None:
             return None
-        self.limit_hit = hit[0]
-        message = describe_hit(*hit)
+        reason, message, self.limit_hit = found
         self._on_stderr(f"[meworkd] {message}")
-        return message
+        return reason, message
 
     async def _message(self, message: object) -> None:
         # With a host, log lines reach it through the logging callback, with their level;

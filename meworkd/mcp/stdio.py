@@ -33,6 +33,7 @@ from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED, CommandNotFound
 from meworkd.mcp.limits import apply_limits
+from meworkd.mcp.sandbox import SandboxView, sandbox_argv
 from meworkd.settings import ServerConfig
 from meworkd.settings.envfile import read_env_file
 
@@ -83,10 +84,11 @@ async def open_stdio(
     session = secrets.token_hex(16)
     env = child_environment(environ, from_file | config.env) | {SESSION_VAR: session}
     cwd = _expand_user(config.cwd)
+    argv, view = [config.command, *config.args], None
+    if config.sandboxed:
+        argv, view = sandbox_argv(config, env, cwd, environ)
     try:
-        process = await open_group(
-            [config.command, *config.args], stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env
-        )
+        process = await open_group(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env)
     except FileNotFoundError as exc:
         if cwd is not None and exc.filename == cwd:
             raise  # the working directory is what is missing
@@ -98,6 +100,7 @@ async def open_stdio(
     reader = _PipeReader(process.stdout, on_stderr)
     writer = _PipeWriter(process.stdin, reader)
     reader.direct = DirectCalls(writer.send_line, reader.outstanding)
+    reader.sandbox = view
 
     async with anyio.create_task_group() as tg:
         assert process.stderr is not None
@@ -170,6 +173,7 @@ class _PipeReader:
         self._on_stderr = on_stderr
         self.outstanding = Outstanding()
         self.direct: DirectCalls | None = None
+        self.sandbox: SandboxView | None = None  # what the server's sandbox lets it see
         self._splitter = LineSplitter(self.outstanding.line_limit())
         self._lines: deque[bytes | Oversized] = deque()
         self._ended = False

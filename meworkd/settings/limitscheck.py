@@ -1,12 +1,12 @@
-"""What is wrong with a server entry's ``limits`` object: each value a whole number in range.
+"""What is wrong with a server entry's ``limits`` and ``sandbox`` objects (what contains it).
 
 Checked once when the settings are read (``parse_server``); the messages name the key, as
 ``s.limits.memoryMiB: expected a whole number from 16 to 4194304``.
 """
 
-from meworkd.settings.model import LIMIT_RANGES, Limits
+from meworkd.settings.model import LIMIT_RANGES, Limits, Sandbox
 
-__all__ = ["limits_problems"]
+__all__ = ["limits_problems", "sandbox_problems"]
 
 _UNITS = {
     "memoryMiB": "MiB of memory",
@@ -32,4 +32,22 @@ def limits_problems(name: str, kind: str, limits: Limits | None) -> list[str]:
             )
     if not limits.items():
         problems.append(f"{where}: empty; give one of {', '.join(LIMIT_RANGES)}, or leave it out")
+    return problems
+
+
+def sandbox_problems(name: str, kind: str, sandbox: Sandbox | None) -> list[str]:
+    """What is wrong with an entry's ``sandbox`` field: stdio only, paths absolute."""
+    where = f"{name}.sandbox"
+    if sandbox is None:
+        return []
+    if kind != "stdio":
+        return [f"{where}: only a stdio server runs in a sandbox (this one is remote)"]
+    problems = []
+    for key, paths in (("read", sandbox.filesystem.read), ("write", sandbox.filesystem.write)):
+        for i, path in enumerate(paths):
+            if not path.startswith(("/", "~", "${")):
+                problems.append(
+                    f"{where}.filesystem.{key}[{i}]: expected an absolute path "
+                    f"(starting with /, ~ or ${{VAR}}), got {path!r}"
+                )
     return problems

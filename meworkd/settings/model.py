@@ -29,6 +29,8 @@ __all__ = [
     "McpOptions",
     "OAuthConfig",
     "Preset",
+    "Sandbox",
+    "SandboxFilesystem",
     "ServerConfig",
     "ServerInfo",
     "Settings",
@@ -49,6 +51,7 @@ CONNECTION_FIELDS = (
     "headers",
     "oauth",
     "limits",
+    "sandbox",
 )
 # The ``grant`` values an ``oauth`` object may name.
 # The grants with no person at a browser: a token is simply asked for when needed.
@@ -87,6 +90,21 @@ class Limits(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True
         """``(key as the file spells it, value)`` of each limit that is set."""
         values = (self.memory_mib, self.processes, self.open_files, self.cpu_seconds)
         return [(k, v) for k, v in zip(LIMIT_RANGES, values, strict=True) if v is not None]
+
+
+class SandboxFilesystem(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True):
+    """What a sandboxed server sees of the files: paths (``~`` and ``${VAR}`` allowed)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+
+
+class Sandbox(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True):
+    """A stdio entry's ``sandbox``: the server runs in bubblewrap (meworkd.mcp.sandbox)."""
+
+    enabled: bool = True
+    filesystem: SandboxFilesystem = SandboxFilesystem()
+    network: bool = False
 
 
 class OAuthConfig(
@@ -149,6 +167,12 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     session_scope: Literal["conversation", "shared"] = "conversation"
     # stdio: what the server's process may use (rlimits, meworkd.mcp.limits).
     limits: Limits | None = None
+    # stdio: run the server in a bubblewrap sandbox (meworkd.mcp.sandbox).
+    sandbox: Sandbox | None = None
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.sandbox is not None and self.sandbox.enabled
 
     @property
     def timeout(self) -> float:
@@ -175,6 +199,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             self.oauth,
             self.session_scope,  # a session opened for one scope must not serve the other
             self.limits,
+            self.sandbox,
         )
 
 
@@ -189,6 +214,9 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # Whether stdio entries added from now on (by hand, imported, from a registry) start
+    # sandboxed; the entries there are keep what they say.
+    sandbox_default: bool = False
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

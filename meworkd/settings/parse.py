@@ -14,7 +14,7 @@ import msgspec
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
-from meworkd.settings.limitscheck import limits_problems
+from meworkd.settings.limitscheck import limits_problems, sandbox_problems
 from meworkd.settings.model import (
     LIMIT_RANGES,
     LOG_LEVELS,
@@ -248,6 +248,7 @@ def parse_server(name: str, raw: object) -> ServerConfig:
         problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
     problems += oauth_problems(name, kind, config.oauth)
     problems += limits_problems(name, kind, config.limits)
+    problems += sandbox_problems(name, kind, config.sandbox)
     for key, patterns in (
         ("disabledTools", config.disabled_tools),
         ("alwaysAllowTools", config.always_allow_tools),
