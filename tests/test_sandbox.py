@@ -240,3 +240,28 @@ async def test_bad_sandboxes_are_refused_with_a_clear_error(
         with pytest.raises(Exception) as caught:
             await c.call("servers.add", {"name": "r", "server": remote})
         assert "r.sandbox: only a stdio server runs in a sandbox" in str(caught.value)
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("what", "key", "value"), [("cpu", "cpuSeconds", 1), ("memory", "memoryMiB", 64)]
+)
+async def test_limits_hold_inside_the_sandbox(
+    short_tmp: Path, what: str, key: str, value: int
+) -> None:
+    """A sandboxed server gets its limits too (set inside the sandbox), and dying on one is
+    recognised through bwrap (which exits with 128 + the signal)."""
+    entry = {
+        "command": PY,
+        "args": [str(SERVERS / "greedy.py"), "--exceed", what],
+        "limits": {key: value},
+        "sandbox": {},
+        "timeoutSeconds": 30,
+    }
+    async with (
+        start_daemon(short_tmp, {"g": entry}, environ=environ(short_tmp)) as (_d, sock),
+        connect(sock) as c,
+    ):
+        result = await c.call("servers.test", {"name": "g"})
+    assert result["kind"] == "resource_limit", result
+    assert result["limit"] == key, result

@@ -2,7 +2,9 @@
 
 The limits are rlimits, set on the server's process with ``prlimit(2)`` as soon as it has
 started (before meworkd sends it anything; what a program does in its first milliseconds is not
-limited, and an interpreter's start-up takes longer than that). Its children inherit them.
+limited, and an interpreter's start-up takes longer than that). Its children inherit them. A
+sandboxed server gets them from util-linux's ``prlimit`` command inside the sandbox, before
+its program starts (:func:`prlimit_options`); bwrap then exits with 128 + the signal.
 
 - ``memoryMiB`` → ``RLIMIT_DATA`` (private writable memory: heap and anonymous mappings), not
   ``RLIMIT_AS``: Node, Go and Java reserve gigabytes of address space they never use, which an
@@ -30,10 +32,9 @@ import resource
 import signal
 from collections.abc import Sequence
 
-from meworkd.mcp.sandbox import unavailable
-from meworkd.settings import Limits, ServerConfig
+from meworkd.settings import Limits
 
-__all__ = ["apply_limits", "describe_hit", "exit_failure", "limit_hit"]
+__all__ = ["apply_limits", "describe_hit", "limit_hit", "prlimit_options"]
 
 _CPU_GRACE = 1  # seconds between SIGXCPU (the soft limit) and SIGKILL (the hard one)
 
@@ -61,17 +62,43 @@ def apply_limits(pid: int, limits: Limits) -> None:
             resource.prlimit(pid, resource.RLIMIT_CPU, (value, value + _CPU_GRACE))
 
 
+def prlimit_options(limits: Limits) -> list[str]:
+    """The same limits as options of util-linux's ``prlimit`` command (how a sandboxed server
+    gets them: bwrap starts it before meworkd could set them on a pid it does not know)."""
+    options = []
+    for key, value in limits.items():
+        if key == "memoryMiB":
+            options.append(f"--data={value * 1024 * 1024}:{value * 1024 * 1024}")
+        elif key == "processes":
+            options.append(f"--nproc={value}:{value}")
+        elif key == "openFiles":
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # (inherited: its ceiling)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            options.append(f"--nofile={value}:{value}")
+        else:
+            options.append(f"--cpu={value}:{value + _CPU_GRACE}")
+    return options
+
+
 def limit_hit(
-    limits: Limits | None, returncode: int | None, stderr_tail: Sequence[str]
+    limits: Limits | None,
+    returncode: int | None,
+    stderr_tail: Sequence[str],
+    *,
+    sandboxed: bool = False,
 ) -> tuple[str, str] | None:
     """``(limit, what happened)`` when a server that exited with ``returncode`` died on one of
-    its ``limits`` (see the module doc for what is recognised), else None."""
+    its ``limits`` (see the module doc for what is recognised), else None. ``sandboxed``: bwrap
+    exits with 128 + the signal that ended the server."""
     if limits is None or not returncode:
         return None
     values = dict(limits.items())
-    if returncode == -signal.SIGXCPU and "cpuSeconds" in values:
+    by_signal = -returncode if returncode < 0 else None
+    if sandboxed and returncode > 128:
+        by_signal = returncode - 128
+    if by_signal == signal.SIGXCPU and "cpuSeconds" in values:
         return "cpuSeconds", f"it used its {values['cpuSeconds']} s of CPU time (SIGXCPU)"
-    if returncode < 0:
+    if by_signal is not None:
         return None
     text = "\n".join(stderr_tail[-20:])
     for key, words in _SAYS.items():
@@ -91,16 +118,3 @@ def _what(key: str, value: int) -> str:
 def describe_hit(limit: str, what: str) -> str:
     """The failure's sentence for a death on ``limit``."""
     return f"the server was stopped by its limits.{limit}: {what}; raise the limit or leave it out"
-
-
-def exit_failure(
-    config: ServerConfig, returncode: int, stderr_tail: Sequence[str]
-) -> tuple[str, str, str | None] | None:
-    """``(kind, sentence, limit)`` for a server that exited on one of its ``limits``
-    (``resource_limit``) or whose sandbox bwrap could not build (``sandbox_unavailable``)."""
-    hit = limit_hit(config.limits, returncode, stderr_tail)
-    if hit is not None:
-        return "resource_limit", describe_hit(*hit), hit[0]
-    if config.sandboxed and (why := unavailable(returncode, list(stderr_tail))) is not None:
-        return "sandbox_unavailable", why, None
-    return None

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from meworkd.mcp.errors import CommandNotFound, SandboxUnavailable
+from meworkd.mcp.limits import prlimit_options
 from meworkd.settings import ServerConfig
 
 __all__ = ["SYSTEM_READ", "SandboxView", "sandbox_argv", "sandbox_view", "unavailable"]
@@ -107,7 +108,17 @@ def sandbox_argv(
     argv += ["--remount-ro", "/"]
     if cwd:
         argv += ["--chdir", cwd]
-    return [*argv, "--", view.command, *config.args], view
+    inner = [view.command, *config.args]
+    if config.limits is not None:
+        # Set inside: bwrap starts the server before meworkd could set them on its pid.
+        prlimit = shutil.which("prlimit", path="/usr/bin:/bin")
+        if prlimit is None:
+            raise SandboxUnavailable(
+                "this sandboxed server has limits, which need util-linux's prlimit command "
+                "in /usr/bin: install util-linux, or leave the limits out"
+            )
+        inner = [prlimit, *prlimit_options(config.limits), "--", *inner]
+    return [*argv, "--", *inner], view
 
 
 def unavailable(returncode: int | None, stderr_tail: list[str]) -> str | None:

@@ -27,8 +27,8 @@ from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
+from meworkd.mcp.exits import exit_failure
 from meworkd.mcp.http import HttpErrors
-from meworkd.mcp.limits import exit_failure
 from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 

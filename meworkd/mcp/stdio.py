@@ -121,7 +121,7 @@ async def _recorded_and_limited(
     at once: never left running untracked or unlimited."""
     try:
         on_spawn(process.pid)
-        if config.limits is not None:
+        if config.limits is not None and not config.sandboxed:  # (sandboxed: set inside)
             try:
                 apply_limits(process.pid, config.limits)
             except OSError as exc:

@@ -67,10 +67,19 @@ RESOURCES = {
 
 
 def wait_for_limit(what: str) -> None:
+    """Until the limit is in force: finite (memory, CPU time: unlimited by default), or other
+    than what the process started with (files, processes: the daemon's own)."""
     kind = RESOURCES[what]
     first = resource.getrlimit(kind)
     deadline = time.monotonic() + 10
-    while resource.getrlimit(kind) == first and time.monotonic() < deadline:
+
+    def waiting() -> bool:
+        now = resource.getrlimit(kind)
+        if what in ("memory", "cpu"):
+            return now[0] == resource.RLIM_INFINITY
+        return now == first
+
+    while waiting() and time.monotonic() < deadline:
         time.sleep(0.005)
 
 
