@@ -836,7 +836,7 @@ def test_format_test_success() -> None:
     assert lines[4].split() == ["list", "-", "List", "things"]
     assert "Prompts (1):" in lines
     assert "Resources (2):" in lines
-    assert "  - read_file: offered as x (name_shortened)" in lines
+    assert "  - read_file: offered as x" in lines  # the code is --json's
     assert "  - root-level anyOf in search" in lines
     tools_only = format_test(TEST_OK, tools_only=True)
     assert tools_only.splitlines()[0].split() == ["NAME", "BOUND", "AS", "DESCRIPTION"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from mework_protocol.failures import failure_kind
 
-__all__ = ["server_state", "unreadable_settings"]
+__all__ = ["server_state", "tool_problem", "unreadable_settings"]
 
 
 def server_state(entry: Mapping[str, Any]) -> str:
@@ -32,3 +32,11 @@ def unreadable_settings(error: object) -> str:
         f"settings file not in force: {error} (meworkd runs on the last good settings and "
         "refuses edits until the file is fixed)"
     )
+
+
+def tool_problem(problem: Mapping[str, Any]) -> str:
+    """A Test connection's finding about one tool (``servers.test`` ``problems``), in words:
+    its ``detail`` says it plainly; the code (``name_shortened``) is for programs."""
+    where = f"{problem['tool']}: " if problem.get("tool") else ""
+    code = str(problem.get("problem") or "").replace("_", " ")
+    return f"{where}{problem.get('detail') or problem.get('message') or code}"

@@ -28,7 +28,8 @@ COLUMNS = (("Status", "status"), ("Server", "name"), ("Type", "type"), ("On", "o
 def tested_note(model: Model, name: str, text: str) -> str:
     """A Test connection's outcome says it is one, and when (a failure seen again looks new)."""
     result = model.tests.get(name) if name not in model.failures else model.failures[name]
-    if result is None or "ok" not in result or name not in model.tested_at:
+    from_test = result is not None and ("ok" in result or result.get("test") is True)
+    if not from_test or name not in model.tested_at:
         return text
     return f"Test connection at {model.tested_at[name]}:\n{text}"
 

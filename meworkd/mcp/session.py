@@ -17,18 +17,20 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import ClientSession, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import get_logger
 from meworkd.mcp import direct
-from meworkd.mcp.asks import ServerAsksHost, SessionCallbacks
+from meworkd.mcp.asks import LIST_CHANGES, ServerAsksHost, SessionCallbacks
 from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
-from meworkd.mcp.exits import exit_failure
+from meworkd.mcp.exits import Ending
 from meworkd.mcp.http import HttpErrors
+from meworkd.mcp.listfollow import follow_lists
 from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 
@@ -126,8 +128,7 @@ class McpSession:
         self.stderr_tail: list[str] = []
         self.exit_code: int | None = None
         self.error: str | None = None
-        self.limit_hit: str | None = None  # the limit the server died on (``limits``)
-        self._gone_by_itself = False  # its output ended while it was wanted
+        self.ending = Ending(config, on_stderr)  # a death on a limit, a sandbox not built
         self.connect_seconds: float | None = None
         self.in_flight = 0
         self.last_used = time.monotonic()
@@ -186,7 +187,11 @@ class McpSession:
                 self._set_state(SessionState.READY)
                 started = True
                 task_status.started(self)
-                await self._park()
+                async with anyio.create_task_group() as followers:
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        followers.start_soon(follow_lists, client, self.server, self._list_changed)
+                    await self._park()
+                    followers.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - the owner task is a supervision boundary
             if not started:
                 raise self._startup_error(exc) from None
@@ -201,8 +206,9 @@ class McpSession:
             )
         finally:
             self._client = None
-            if started:
-                self._ended()
+            last = self._connected
+            process = last.process if started and last is not None else None
+            self.error = self.ending.after_start(process, self.stderr_tail) or self.error
             self._set_state(SessionState.CLOSED)
             if self.pid is not None:
                 self._on_exit(self.pid)
@@ -237,17 +243,8 @@ class McpSession:
         self._on_spawn(pid)
 
     def _server_gone(self) -> None:
-        self._gone_by_itself = self.state <= SessionState.READY
+        self.ending.gone_by_itself = self.state <= SessionState.READY
         self._set_state(SessionState.CLOSING)
-
-    def _ended(self) -> None:
-        """After the transport closed: a server that went away by itself on one of its limits
-        leaves that as the session's error (``limit_hit`` says which)."""
-        process = self._connected.process if self._connected is not None else None
-        if self._gone_by_itself and process is not None and process.returncode is not None:
-            found = self._exit_failure(process.returncode)
-            if found is not None:
-                self.exit_code, self.error = process.returncode, found[1]
 
     def _stderr(self, line: str) -> None:
         # Keep what the log ring stored (secrets redacted), not the raw line.
@@ -326,26 +323,27 @@ class McpSession:
             reason, message = "auth_unavailable", why  # the AS is failing: not a logout
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode
-            reason, message = self._exit_failure(returncode) or (reason, message)
+            reason, message = self.ending.classify(returncode, self.stderr_tail) or (
+                reason,
+                message,
+            )
         self.error = message
         tail = list(self.stderr_tail)
-        kw = {"limit": self.limit_hit} if reason == "resource_limit" else {}
+        kw = {"limit": self.ending.limit} if reason == "resource_limit" else {}
         return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail, **kw)
 
-    def _exit_failure(self, returncode: int) -> tuple[str, str] | None:
-        """(kind, sentence) when the server died on one of its limits or its sandbox could not
-        be built (with a line saying so in its Logs), else None."""
-        found = exit_failure(self.config, returncode, self.stderr_tail)
-        if found is None:
-            return None
-        reason, message, self.limit_hit = found
-        self._on_stderr(f"[meworkd] {message}")
-        return reason, message
+    def _list_changed(self, what: str) -> None:
+        """A 2026-07-28 server's list change (its listen stream), as a handshake-era one."""
+        if self._callbacks is not None:
+            self._callbacks.list_changed(what)
 
     async def _message(self, message: object) -> None:
         # With a host, log lines reach it through the logging callback, with their level;
-        # list changes and URL completions become its notices. (Tool list changes need
-        # nothing more: every turn lists the tools afresh.)
+        # list changes and URL completions become its notices. A list kept as fresh
+        # (2026-07-28 ttlMs) is dropped when the server says it changed.
+        changed = LIST_CHANGES.get(type(message))
+        if changed is not None and self._client is not None:
+            self._client.listings.forget(changed)
         if self._callbacks is not None:
             self._callbacks.notification(message)
         elif isinstance(message, types.LoggingMessageNotification):

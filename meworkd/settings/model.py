@@ -214,8 +214,11 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # A call still running this many seconds after it was sent returns to the model at once and
+    # goes on in the background (calls.result has its outcome later); None: never.
+    background_after_seconds: float | None = None
     # Whether stdio entries added from now on (by hand, imported, from a registry) start
-    # sandboxed; the entries there are keep what they say.
+    # sandboxed; the entries already there keep what they say.
     sandbox_default: bool = False
 
 
