@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from mework_client.aio import connect
+from mework_client.ctl.servers_probe import format_test
 
 from tests.common import PY, SERVERS, text_of
 from tests.daemon_helpers import PEERS, begin_turn, call_tool, start_daemon
@@ -116,6 +117,8 @@ async def test_a_sandboxed_server_reaches_nothing_outside(short_tmp: Path) -> No
     assert tested["sandbox"]["write"] == [str(allowed)]
     assert "/usr" in tested["sandbox"]["read"]
     assert not any(p == str(home) or p.startswith("/tmp") for p in tested["sandbox"]["read"])
+    said = format_test(tested)
+    assert f"Sandboxed (bubblewrap): no network; writes {allowed}" in said, said
 
 
 @needs_bwrap
