@@ -44,6 +44,7 @@ HINTS = {
     "auth_required": "log in to this server: Enter, then ctrl+l",
     "auth_unavailable": "its authorization server is failing; the login is kept: try again later",
     "connect_failed": "nothing answers at the URL: is the server running?",
+    "resource_limit": "it died on one of its limits: raise that one in the entry's limits",
 }
 
 

@@ -86,8 +86,22 @@ def add_server(doc: dict[str, Any], name: str, raw: Mapping[str, Any]) -> dict[s
     servers = servers_of(doc)
     if name in servers:
         raise ConflictError(f"a server named {name!r} already exists", server=name)
-    servers[name] = normalized(name, raw)
+    servers[name] = normalized(name, sandboxed_by_default(doc, raw))
     return servers[name]  # type: ignore[no-any-return]
+
+
+def sandboxed_by_default(doc: Mapping[str, Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A new entry as it is stored: with ``mcp.sandbox_default`` on, a stdio entry that says
+    nothing of a sandbox gets ``"sandbox": {"enabled": true}``."""
+    mcp = doc.get("mcp")
+    default = isinstance(mcp, dict) and mcp.get("sandbox_default") is True
+    if not default or "sandbox" in raw or not isinstance(raw, Mapping):
+        return raw
+    try:
+        stdio = canonical_type(raw) == "stdio"
+    except ValueError:
+        return raw  # (refused with its reason by normalized)
+    return {**raw, "sandbox": {"enabled": True}} if stdio else raw
 
 
 def update_server(doc: dict[str, Any], name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,7 +223,8 @@ def import_servers(
         try:
             _check_name(name)
             kept = servers.get(name)  # masked values sent back keep its secrets
-            entry = normalized(name, raw, kept if isinstance(kept, dict) else None)
+            stored = kept if isinstance(kept, dict) else None
+            entry = normalized(name, sandboxed_by_default(doc, raw), stored)
         except MeworkError as exc:
             report["rejected"].append({"name": name, "reason": exc.message})
             continue
