@@ -10,13 +10,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static, Switch, TabbedContent, TabPane
 
+from mework_ui.contain_group import ContainGroup
 from mework_ui.fields import (
-    OAUTH,
+    CONTAIN_TEXT_FIELDS,
     OAUTH_TEXT_FIELDS,
     SECRET_FIELDS,
     TEXT_FIELDS,
     FieldError,
-    oauth_with,
+    nested_key,
+    nested_with,
     parse_field,
     show_field,
 )
@@ -93,6 +95,7 @@ class DetailScreen(Screen[None]):
         yield Static("", id="verdict")
         yield Static("", id="cost")
         yield OAuthGroup()  # below the verdict: Test connection's answer stays in view
+        yield ContainGroup()  # a stdio server's sandbox and limits
 
     @on(TabbedContent.TabActivated)
     def fill_tab(self, event: TabbedContent.TabActivated) -> None:
@@ -131,6 +134,7 @@ class DetailScreen(Screen[None]):
                 self.query_one(f"#f-{key}", Switch).value = bool(self.entry.get(key, False))
                 self.set_msg(key, "on" if self.entry.get(key) else "off")
             self.query_one(OAuthGroup).show(self.entry)
+            self.query_one(ContainGroup).show(self.entry)
         self.show_transport()
         self.refresh_model()
 
@@ -139,6 +143,7 @@ class DetailScreen(Screen[None]):
         for key, _label, wanted in TEXT_FIELDS:
             self.query_one(f"#row-{key}").display = wanted in (None, transport)
         self.query_one(OAuthGroup).display = transport == "streamable_http"
+        self.query_one(ContainGroup).display = transport == "stdio"
 
     def refresh_model(self) -> None:
         app, name = self.mework, self.server
@@ -239,12 +244,13 @@ class DetailScreen(Screen[None]):
     async def save(self, field: str, value: Any) -> None:
         """One patch per committed field; the daemon's verdict is shown beside it.
 
-        An ``oauth-*`` field patches the whole ``oauth`` object, built from the last one saved.
+        An ``oauth-*``, ``sandbox-*`` or ``limits-*`` field patches the whole object it belongs
+        to, built from the last one saved.
         """
         async with self.saving:
-            key = "oauth" if field.startswith(OAUTH) else field
+            key = nested_key(field) or field
             if key != field:
-                value = oauth_with(self.entry, field, value)
+                value = nested_with(self.entry, field, value)
             await self.send_patch(field, key, value)
 
     async def send_patch(self, field: str, key: str, value: Any) -> None:
@@ -269,7 +275,8 @@ class DetailScreen(Screen[None]):
             return
         else:
             self.entry = {k: v for k, v in draft.items() if v is not None}
-            saved = "✓ saved" if key not in ("enabled", "longRunning") else str(value)
+            switched = field in ("enabled", "longRunning", "sandbox-enabled", "sandbox-network")
+            saved = "✓ saved" if not switched else ("on" if draft_value(field, draft) else "off")
             self.set_msg(field, saved)
         if key == "type":
             self.show_transport()
@@ -285,7 +292,8 @@ class DetailScreen(Screen[None]):
         server = {k: v for k, v in draft.items() if k != "name" and v not in (None, [])}
         await self.mework.link.call("servers.add", {"name": name, "server": server})
         texts = [key for key, _label, _transport in TEXT_FIELDS]
-        for key in (*texts, *(field for field, _label in OAUTH_TEXT_FIELDS)):
+        nested = (*OAUTH_TEXT_FIELDS, *CONTAIN_TEXT_FIELDS)
+        for key in (*texts, *(field for field, _label in nested)):
             if show_field(key, draft):  # kept as a draft, saved with it now
                 self.set_msg(key, "✓ saved")
         for key in ("enabled", "longRunning"):  # a switch's draft notice: its value, now saved
@@ -336,6 +344,11 @@ class DetailScreen(Screen[None]):
         if isinstance(result, dict) and result.get("authorizationUrl"):
             self.mework.login_urls[self.server] = str(result["authorizationUrl"])
             self.mework.changed()
+
+
+def draft_value(field: str, entry: dict[str, Any]) -> bool:
+    """A switch's value as saved (a sandbox's switches live in its object)."""
+    return show_field(field, entry) == "True"
 
 
 class _Draft(Exception):
