@@ -25,6 +25,7 @@ __all__ = [
     "GetServerParams",
     "IdParams",
     "ImportParams",
+    "InstallParams",
     "ListTurnsParams",
     "LogsParams",
     "McpOptionsParams",
@@ -33,16 +34,19 @@ __all__ = [
     "PrepareParams",
     "PresetParams",
     "ReadResourceParams",
+    "RegistryGetParams",
     "RenameParams",
     "ReplaceServerParams",
     "RespondParams",
     "SamplingRespondParams",
+    "SearchParams",
     "SubscribeParams",
     "ToolAutoApproveParams",
     "ToolEnabledParams",
     "TurnParams",
     "UpdateConversationParams",
     "UpdateServerParams",
+    "UpgradeParams",
 ]
 
 
@@ -91,6 +95,36 @@ class ImportParams(_Params):
     dry_run: bool = False
 
 
+class SearchParams(_Params):
+    query: str = ""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 20
+    cursor: str | None = None
+    refresh: bool = False  # ask the registries now, even if the local copy is fresh
+
+
+class RegistryGetParams(_Params):
+    name: str
+    version: str | None = None
+
+
+class InstallParams(_Params):
+    # A registry server's name, or a bundle: the path of a .mcpb file.
+    name: str | None = None
+    bundle: str | None = None
+    version: str | None = None
+    choice: int | None = None  # which package or remote (servers.install's ``choices``)
+    inputs: dict[str, str] = {}
+    dry_run: bool = False
+    entry_name: str | None = None  # the settings entry's name (default: from the server's)
+
+
+class UpgradeParams(_Params):
+    name: str  # the settings entry
+    version: str | None = None
+    inputs: dict[str, str] = {}
+    dry_run: bool = False
+
+
 class ExportParams(_Params):
     reveal: bool = False
 
@@ -117,6 +151,7 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     sampling: bool | None = None
     # Live sessions kept before the least recently used idle ones close (as in the file: > 0).
     max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    registries: list[str] | None = None  # registry base URLs, searched in order
 
 
 class PresetParams(_Params):

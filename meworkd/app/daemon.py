@@ -35,6 +35,7 @@ from meworkd.core.conversations import Conversations
 from meworkd.core.health import settings_state
 from meworkd.core.inspect import Inventory
 from meworkd.core.listings import ListFollower
+from meworkd.core.registry import Registries
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.servers import Servers
 from meworkd.core.settingsfile import SettingsFile
@@ -135,6 +136,7 @@ class Daemon:
             turns=self.turns,
             approvals=self.approvals,
             asks=self.asks,
+            registries=Registries(self.store, self.paths.state_dir, self.environ),
         )
 
     # --- lifecycle -------------------------------------------------------------------------

@@ -22,7 +22,9 @@ __all__ = [
     "LOG_LEVELS",
     "MACHINE_GRANTS",
     "OAUTH_GRANTS",
+    "OFFICIAL_REGISTRY",
     "TOKEN_AUTH_METHODS",
+    "InstalledFrom",
     "McpOptions",
     "OAuthConfig",
     "Preset",
@@ -53,12 +55,24 @@ OAUTH_GRANTS = ("authorization_code", *MACHINE_GRANTS)
 # How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
+# The official MCP registry (read API v0.1); mcp.registries may name subregistries instead.
+OFFICIAL_REGISTRY = "https://registry.modelcontextprotocol.io"
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
     name: str | None = None
     version: str | None = None
     tested_at: str | None = None
+
+
+class InstalledFrom(Struct, rename="camel", omit_defaults=True, frozen=True):
+    """Where servers.install took an entry from: a registry's server (name and version) or a
+    bundle (its unpacked folder in the state directory, removed with the entry)."""
+
+    registry: str | None = None
+    name: str | None = None
+    version: str | None = None
+    bundle: str | None = None
 
 
 class OAuthConfig(
@@ -119,6 +133,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     oauth: OAuthConfig | bool | None = None
     # "shared": one session serves every conversation (stateless servers, by their author's word).
     session_scope: Literal["conversation", "shared"] = "conversation"
+    installed_from: InstalledFrom | None = None
 
     @property
     def timeout(self) -> float:
@@ -158,6 +173,8 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # Registry base URLs searched in order (servers.search, servers.install).
+    registries: tuple[str, ...] = (OFFICIAL_REGISTRY,)
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

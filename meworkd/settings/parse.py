@@ -271,6 +271,11 @@ def parse_mcp_options(raw: object) -> McpOptions:
     for key in (*positive, "question_timeout_seconds", "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
+    for index, url in enumerate(options.registries):
+        if not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", url):
+            raise InvalidSettings(
+                f"mcp.registries[{index}]: expected a registry's base http:// or https:// URL"
+            )
     return options
 
 
