@@ -124,6 +124,7 @@ class Daemon:
                 self.state_db,
                 self.redactor.redact_value,
                 self.environ,
+                self.paths.state_dir / "bundles",
             ),
             conversations=Conversations(
                 self.store,

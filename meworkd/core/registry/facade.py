@@ -20,6 +20,7 @@ from meworkd.base.errors import (
     RegistryUnavailable,
     ServerNotFound,
 )
+from meworkd.core.registry.bundles import BundleInstaller
 from meworkd.core.registry.localcopy import LocalCopy
 from meworkd.core.registry.ranking import Hit, rank, status_of, summary
 from meworkd.settings import edits, masked_entry
@@ -47,6 +48,7 @@ class Registries:
         self._environ = os.environ if environ is None else environ  # where runtimes are found
         self._timeout = timeout
         self._copies: dict[str, LocalCopy] = {}
+        self._bundles = BundleInstaller(store, state_dir / "bundles", self._environ, self._found)
 
     def _copy(self, base: str) -> LocalCopy:
         if base not in self._copies:
@@ -151,8 +153,9 @@ class Registries:
         that still needs inputs, writes nothing and says what it would do."""
         if (name is None) == (bundle is None):
             raise InvalidParams("give either name (a registry's server) or bundle (a .mcpb file)")
-        if name is None:
-            raise InvalidParams("bundle: installing bundles is not supported yet")
+        if bundle is not None:
+            return await self._bundles.install(bundle, inputs, entry, dry_run=dry_run)
+        assert name is not None
         found = await self.get(name, version)
         server = found["server"]
         target = entry or entry_name(str(server.get("name")))
