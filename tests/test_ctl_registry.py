@@ -12,6 +12,7 @@ import pytest
 
 from tests.registry_examples import BRAVE_SEARCH, FILESYSTEM, WEATHER_PYPI
 from tests.registry_fixture import FixtureRegistry, registry_fixture
+from tests.test_bundles import build
 from tests.test_ctl import Daemon, ok, ok_json, run_ctl, start_daemon, stop_daemon
 
 
@@ -76,3 +77,16 @@ def test_an_unusable_choice_is_said_in_its_words(served: tuple[Daemon, FixtureRe
     done = run_ctl(daemon, "servers", "install", FILESYSTEM["name"], "--choice", "7")
     assert done.returncode != 0
     assert "choice: expected 0 to 1" in done.stderr
+
+
+def test_install_a_bundle_file(served: tuple[Daemon, FixtureRegistry]) -> None:
+    daemon, _registry = served
+    bundle = build(daemon.root / "env-dump.mcpb")
+    done = run_ctl(daemon, "servers", "install", bundle)
+    assert done.returncode == 1
+    assert "needs values for: api_key" in done.stderr
+    out = ok(daemon, "servers", "install", bundle, "--input", "api_key=${DUMP_KEY}")
+    assert "installed as env-dump" in out
+    assert "/state/mework/bundles/env-dump-1.2.0-" in out
+    ok(daemon, "servers", "rm", "env-dump")
+    assert not any((daemon.root / "state" / "mework" / "bundles").iterdir())
