@@ -107,7 +107,7 @@ async def test_a_sensitive_value_on_the_command_line_must_be_a_reference(
             c.call("servers.install", {"bundle": bundle, "inputs": {"api_key": "plain"}})
         )
         assert error.kind == "invalid_params"
-        assert "must be given as a ${VAR} reference" in error.message
+        assert "give it as a ${VAR} reference" in error.message
         done = await c.call(
             "servers.install", {"bundle": bundle, "inputs": {"api_key": "${KEY}"}, "dryRun": True}
         )

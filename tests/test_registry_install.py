@@ -302,3 +302,20 @@ async def connects_and_calls(
     reply = await call_tool(c, turn, name, tool, arguments)
     assert reply["isError"] is False, reply
     assert expected in text_of(reply)
+
+
+async def test_a_secret_is_stored_only_where_it_stays_secret(short_tmp: Path) -> None:
+    """A secret given for a variable whose name meworkd does not treat as secret (so it would
+    show unmasked) must be a ${VAR} reference; under a secret name it may be the value."""
+    login = {"name": "BRAVE_LOGIN", "isSecret": True, "isRequired": True}
+    server = bad(BRAVE_SEARCH, environmentVariables=[login])
+    with registry_fixture() as served:
+        served.publish(server)
+        mcp = {"registries": [served.url]}
+        async with start_daemon(short_tmp, {}, mcp=mcp) as (_d, sock), connect(sock) as c:
+            error = await rpc_error(install(c, server["name"], inputs={"BRAVE_LOGIN": "hunter2"}))
+            assert error.kind == "invalid_params"
+            assert "give it as a ${VAR} reference" in error.message
+            assert "${BRAVE_LOGIN}" in error.message
+            done = await install(c, server["name"], inputs={"BRAVE_LOGIN": "${BRAVE_LOGIN}"})
+            assert done["installed"] is True

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meworkd.base.errors import InvalidParams, UnusableServerJson
+from meworkd.settings.dialects.registry_inputs import check_secret, kept_as_secret
 
 __all__ = ["MANIFEST_VERSIONS", "Bundle", "read_manifest"]
 
@@ -24,7 +25,6 @@ MANIFEST_VERSIONS = ("0.1", "0.2", "0.3", "0.4")
 _SERVER_TYPES = {"node": "0.1", "python": "0.1", "binary": "0.1", "uv": "0.4"}
 _RUNTIME_COMMANDS = {"node": "node", "python": "python3"}
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
-_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _USER_TYPES = ("string", "number", "boolean", "directory", "file")
 
 
@@ -119,15 +119,11 @@ class _Filler:
         if key not in self._declared:
             raise _fail(f"{where} uses {match[0]}, which user_config does not declare")
         given = self._supplied.get(key)
-        on_command_line = where.startswith(("args", "command"))
-        literal = given is not None and not _REFERENCE.fullmatch(given)
-        if key in self._sensitive and on_command_line and literal:
-            raise InvalidParams(
-                f"inputs.{key}: a sensitive value that goes on the command line must be "
-                "given as a ${VAR} reference to meworkd's environment, so it is not "
-                "stored in the settings file",
-                input=key,
-            )
+        if key in self._sensitive and given is not None:
+            # Masked and redacted only as a secret-named env value; elsewhere a reference.
+            env_name = where.removeprefix("env.") if where.startswith("env.") else None
+            if env_name is None or not kept_as_secret("env", env_name):
+                check_secret(key, given, "argument")
         return self._values.get(key, "")
 
 

@@ -14,8 +14,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meworkd.base.errors import InvalidParams, UnusableServerJson
+from meworkd.settings.secrets import DESCRIPTIVE_HEADERS, is_secret_name
 
-__all__ = ["InputSet", "publisher_text"]
+__all__ = ["InputSet", "check_secret", "kept_as_secret", "publisher_text"]
+
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def kept_as_secret(kind: str, name: str) -> bool:
+    """Whether meworkd masks and redacts a value stored as ``kind`` ``name`` (docs/api.md
+    "Secrets"): an env value under a secret-sounding name, a header other than a descriptive
+    one. A secret given for anywhere else must be a ``${VAR}`` reference instead."""
+    if kind == "env":
+        return is_secret_name(name)
+    return kind == "header" and name.lower() not in DESCRIPTIVE_HEADERS
+
+
+def check_secret(key: str, value: str, kind: str) -> None:
+    """Refuse a secret's literal ``value`` where it would be stored unmasked."""
+    if not kept_as_secret(kind, key) and not _REFERENCE.fullmatch(value):
+        raise InvalidParams(
+            f"inputs.{key}: a secret stored here would show in the settings file and logs; "
+            "give it as a ${VAR} reference to meworkd's environment (e.g. ${"
+            + re.sub(r"[^A-Za-z0-9_]", "_", key).upper().strip("_")
+            + "})",
+            input=key,
+        )
+
 
 # A template variable of a server.json value: {name}.
 _TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -59,6 +84,8 @@ class InputSet:
                 raise InvalidParams(
                     f"inputs.{key}: expected one of {', '.join(map(str, choices))}", input=key
                 )
+            if spec.get("isSecret") is True:
+                check_secret(key, given, kind)
             return given
         if spec.get("default") is not None:
             return publisher_text(f"{where}.default", spec["default"])
