@@ -16,9 +16,11 @@ __all__ = [
     "KNAPCODE",
     "LOCAL_WEATHER",
     "REMOTE_WEATHER",
+    "TEXT_EDITOR",
     "WEATHER_PYPI",
     "everything",
     "remote_weather_at",
+    "text_editor_at",
     "time_server",
 ]
 
@@ -248,8 +250,8 @@ DATABASE_MANAGER: dict[str, Any] = {
     ],
 }
 
-# generic-server-json.md@5c1f63af, "Server with Remote and Package Options" (its first remote
-# is the old SSE transport, which meworkd refuses; the second is Streamable HTTP).
+# generic-server-json.md@5c1f63af, "Server with Remote and Package Options" (its second remote
+# is the old SSE transport, which meworkd refuses).
 HYBRID: dict[str, Any] = {
     "$schema": SCHEMA,
     "name": "io.modelcontextprotocol.anonymous/hybrid-mcp",
@@ -277,20 +279,51 @@ HYBRID: dict[str, Any] = {
     ],
     "remotes": [
         {
-            "type": "sse",
-            "url": "https://mcp.anonymous.modelcontextprotocol.io/sse",
+            "type": "streamable-http",
+            "url": "https://mcp.anonymous.modelcontextprotocol.io/http",
             "headers": [
                 {
                     "name": "X-API-Key",
                     "description": "API key for authentication",
                     "isRequired": True,
                     "isSecret": True,
-                }
+                },
+                {
+                    "name": "X-Region",
+                    "description": "Service region",
+                    "default": "us-east-1",
+                    "choices": ["us-east-1", "eu-west-1", "ap-southeast-1"],
+                },
             ],
         },
-        {"type": "streamable-http", "url": "https://mcp.anonymous.modelcontextprotocol.io/http"},
+        {"type": "sse", "url": "https://mcp.anonymous.modelcontextprotocol.io/sse"},
     ],
 }
+
+# generic-server-json.md@5c1f63af, "MCP Bundle (MCPB) Package Example".
+TEXT_EDITOR: dict[str, Any] = {
+    "$schema": SCHEMA,
+    "name": "io.modelcontextprotocol/text-editor",
+    "description": "MCP Bundle server for advanced text editing capabilities",
+    "title": "Text Editor",
+    "version": "1.0.2",
+    "packages": [
+        {
+            "registryType": "mcpb",
+            "identifier": "https://github.com/modelcontextprotocol/text-editor-mcpb/releases/"
+            "download/v1.0.2/text-editor.mcpb",
+            "fileSha256": "fe333e598595000ae021bd27117db32ec69af6987f507ba7a63c90638ff633ce",
+            "transport": {"type": "stdio"},
+        }
+    ],
+}
+
+
+def text_editor_at(url: str, sha256: str) -> dict[str, Any]:
+    """TEXT_EDITOR with its bundle where a test serves one (``url``) and that file's digest."""
+    package = {**TEXT_EDITOR["packages"][0], "identifier": url, "fileSha256": sha256}
+    return {**TEXT_EDITOR, "packages": [package]}
+
 
 # docs/reference/server-json/examples/valid/with-package.json@419f3c5d.
 LOCAL_WEATHER: dict[str, Any] = {

@@ -33,6 +33,7 @@ class FixtureRegistry:
         self.records: list[dict[str, Any]] = []
         self.mode = "normal"
         self.requests: list[str] = []  # path and query of each request, in order
+        self.files: dict[str, bytes] = {}  # served at /files/<name> (bundles to download)
         self.release = threading.Event()  # ends the wait of a ``slow`` answer
         self._clock = 0
         self._lock = threading.Lock()
@@ -129,7 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, url: Any) -> None:
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = url.path.split("/")
-        if url.path == "/v0.1/servers":
+        if url.path.startswith("/files/") and url.path[7:] in self.registry.files:
+            self._send(200, self.registry.files[url.path[7:]], "application/zip")
+        elif url.path == "/v0.1/servers":
             self._json(200, self.registry.listing(query))
         elif len(parts) >= 5 and parts[1:3] == ["v0.1", "servers"] and parts[4] == "versions":
             self._versions(unquote(parts[3]), unquote(parts[5]) if len(parts) > 5 else None)

@@ -4,6 +4,7 @@ directory, its user_config asked and substituted, and called end to end; servers
 its folder. Bundles that are not zips, zip bombs, path traversal, links out of the folder and
 unsupported manifests are each refused by name, with nothing written and nothing left."""
 
+import hashlib
 import json
 import stat
 import zipfile
@@ -15,6 +16,8 @@ from mework_client.aio import connect
 
 from meworkd.core.registry import bundles
 from tests.daemon_helpers import SERVERS, begin_turn, call_tool, start_daemon, text_of
+from tests.registry_examples import TEXT_EDITOR, text_editor_at
+from tests.registry_fixture import registry_fixture
 from tests.turn_helpers import rpc_error
 
 pytestmark = pytest.mark.anyio
@@ -201,3 +204,38 @@ async def test_the_unpacked_size_is_counted_while_written(
         )
         assert error.kind == "unusable_server_json"
         assert leftovers(short_tmp) == []
+
+
+async def test_a_registry_bundle_is_downloaded_checked_and_installed(short_tmp: Path) -> None:
+    data = Path(build(short_tmp / "env-dump.mcpb")).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    with registry_fixture() as served:
+        served.files["env-dump.mcpb"] = data
+        url = f"{served.url}/files/env-dump.mcpb"
+        served.publish(TEXT_EDITOR)  # the registry's own example: a GitHub release URL
+        served.publish({**text_editor_at(url, digest), "name": "io.example/env-dump"})
+        served.publish({**text_editor_at(url, "0" * 64), "name": "io.example/tampered"})
+        mcp = {"registries": [served.url]}
+        async with start_daemon(short_tmp, {}, mcp=mcp) as (_d, sock), connect(sock) as c:
+            search = await c.call("servers.search", {"query": "text editing"})
+            assert search["servers"][0]["name"] == TEXT_EDITOR["name"]
+            inputs = {"api_key": "k-123456"}
+            done = await c.call(
+                "servers.install", {"name": "io.example/env-dump", "inputs": inputs}
+            )
+            assert done["installed"] is True
+            origin = done["server"]["installedFrom"]
+            assert origin["registry"] == served.url
+            assert origin["name"] == "io.example/env-dump"
+            assert origin["bundle"].startswith(str(short_tmp / "state" / "bundles"))
+            tested = await c.call("servers.test", {"name": "env-dump"})
+            assert tested["ok"] is True, tested
+
+            before = (short_tmp / "settings.json").read_bytes()
+            error = await rpc_error(
+                c.call("servers.install", {"name": "io.example/tampered", "inputs": inputs})
+            )
+            assert error.kind == "unusable_server_json"
+            assert "SHA-256 does not match" in error.message
+            assert (short_tmp / "settings.json").read_bytes() == before
+            assert len(leftovers(short_tmp)) == 1  # the first bundle's folder only

@@ -159,15 +159,28 @@ async def test_each_package_type_and_its_arguments(
         hybrid = await install(c, HYBRID["name"], dryRun=True)
         assert [(x["kind"], x["supported"]) for x in hybrid["choices"]] == [
             ("npm", True),
-            ("remote", False),
             ("remote", True),
+            ("remote", False),
         ]
-        sse = await rpc_error(install(c, HYBRID["name"], choice=1))
+        assert hybrid["server"]["args"] == [
+            "-y",
+            "@example/hybrid-mcp-server@1.5.0",
+            "--mode",
+            "local",
+        ]
+        sse = await rpc_error(install(c, HYBRID["name"], choice=2))
         assert sse.kind == "unusable_server_json"
         assert "HTTP+SSE" in sse.message
-        remote = await install(c, HYBRID["name"], choice=2, dryRun=True)
+        remote = await install(c, HYBRID["name"], choice=1, dryRun=True)
+        assert [i["id"] for i in remote["needsInputs"]] == ["X-API-Key"]
+        remote = await install(
+            c, HYBRID["name"], choice=1, inputs={"X-API-Key": "k", "X-Region": "eu-west-1"},
+            dryRun=True,
+        )  # fmt: skip
         assert remote["server"]["type"] == "streamable_http"
         assert remote["server"]["url"] == "https://mcp.anonymous.modelcontextprotocol.io/http"
+        # Every header but a descriptive one is a secret: masked (docs/api.md "Secrets").
+        assert remote["server"]["headers"] == {"X-API-Key": "********", "X-Region": "********"}
 
 
 def bad(server: dict[str, Any], **package: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import httpx2
 from meworkd.base.errors import RegistryUnavailable
 from meworkd.mcp.http import tls_context
 
-__all__ = ["get_json"]
+__all__ = ["get_bytes", "get_json"]
 
 _ATTEMPTS_MESSAGE = "(check the URL in mcp.registries and the network)"
 
@@ -30,9 +30,29 @@ async def get_json(
 ) -> tuple[int, Any]:
     """``(status, document)`` of a GET of ``url``: a 404 is ``(404, None)``, for the caller to
     say what was not found; any other failure raises :class:`RegistryUnavailable`."""
+    status, body, kind = await _bounded(url, params, within, max_bytes)
+    if status == 404:
+        return 404, None
+    if status != 200:
+        raise RegistryUnavailable(f"{url} answered HTTP {status} {_ATTEMPTS_MESSAGE}", url=url)
+    return 200, _decode(url, body, kind)
+
+
+async def get_bytes(url: str, *, within: float, max_bytes: int) -> bytes:
+    """The body of a GET of ``url`` (a file to download); any failure, a 404 included, raises
+    :class:`RegistryUnavailable`."""
+    status, body, _kind = await _bounded(url, None, within, max_bytes)
+    if status != 200:
+        raise RegistryUnavailable(f"{url} answered HTTP {status}", url=url)
+    return body
+
+
+async def _bounded(
+    url: str, params: Mapping[str, str] | None, within: float, max_bytes: int
+) -> tuple[int, bytes, str]:
     try:
         with anyio.fail_after(within):
-            return await _get(url, params, max_bytes)
+            return await _fetch(url, params, max_bytes)
     except TimeoutError:
         raise RegistryUnavailable(
             f"{url} did not answer within {within:g} s {_ATTEMPTS_MESSAGE}", url=url
@@ -43,33 +63,31 @@ async def get_json(
         ) from None
 
 
-async def _get(url: str, params: Mapping[str, str] | None, max_bytes: int) -> tuple[int, Any]:
+async def _fetch(
+    url: str, params: Mapping[str, str] | None, max_bytes: int
+) -> tuple[int, bytes, str]:
     async with (
         httpx2.AsyncClient(
-            headers={"accept": "application/json", "accept-encoding": "identity"},
+            headers={"accept-encoding": "identity"},
             verify=tls_context(),
             follow_redirects=True,
             max_redirects=5,
         ) as http,
         http.stream("GET", url, params=dict(params or {})) as response,
     ):
-        if response.status_code == 404:
-            return 404, None
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         if response.status_code != 200:
-            raise RegistryUnavailable(
-                f"{url} answered HTTP {response.status_code} {_ATTEMPTS_MESSAGE}", url=url
-            )
+            return response.status_code, b"", kind
         body = bytearray()
         async for chunk in response.aiter_raw():
             body += chunk
             if len(body) > max_bytes:
                 raise RegistryUnavailable(
-                    f"{url} sent more than {max_bytes // 1024} KiB; a registry page is far "
-                    f"smaller, so it was not read further {_ATTEMPTS_MESSAGE}",
+                    f"{url} sent more than {max_bytes // 1024} KiB, more than it should, so "
+                    f"it was not read further {_ATTEMPTS_MESSAGE}",
                     url=url,
                 )
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    return 200, _decode(url, bytes(body), kind)
+    return 200, bytes(body), kind
 
 
 def _decode(url: str, body: bytes, kind: str) -> Any:

@@ -8,6 +8,7 @@ zip's directory). It unpacks into a temporary folder that is renamed into place 
 of it is written, and removed on any failure: nothing is left behind.
 """
 
+import hashlib
 import json
 import os
 import secrets
@@ -21,6 +22,8 @@ from typing import Any
 import anyio
 
 from meworkd.base.errors import ConflictError, InvalidParams, UnusableServerJson
+from meworkd.base.private import write_private
+from meworkd.mcp import get_bytes
 from meworkd.settings import edits, masked_entry
 from meworkd.settings.dialects.mcpb import Bundle, read_manifest
 from meworkd.settings.store import SettingsStore
@@ -31,6 +34,7 @@ MAX_BYTES = 512 * 1024 * 1024  # unpacked; a bundle with its node_modules is far
 MAX_FILES = 20_000
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 MANIFEST_BYTES = 1024 * 1024
+DOWNLOAD_SECONDS = 120.0
 _CHUNK = 1024 * 1024
 
 
@@ -61,8 +65,39 @@ class BundleInstaller:
         self._environ = environ
         self._found = found
 
+    async def install_from(
+        self,
+        url: str,
+        digest: str,
+        inputs: Mapping[str, str],
+        entry_name: str | None,
+        origin: Mapping[str, Any],
+        *,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        """Download the bundle at ``url``, check its SHA-256 against ``digest`` (the registry's
+        ``fileSha256``; the registry itself does not), and install it as :meth:`install`."""
+        data = await get_bytes(url, within=DOWNLOAD_SECONDS, max_bytes=MAX_ARCHIVE_BYTES)
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise _bad(url, "its SHA-256 does not match the registry's fileSha256")
+        self._bundles.mkdir(mode=0o700, parents=True, exist_ok=True)
+        download = self._bundles / f".download-{secrets.token_hex(8)}.mcpb"
+        try:
+            write_private(download, data)
+            return await self.install(
+                str(download), inputs, entry_name, dry_run=dry_run, origin=origin
+            )
+        finally:
+            download.unlink(missing_ok=True)
+
     async def install(
-        self, path: str, inputs: Mapping[str, str], entry_name: str | None, *, dry_run: bool
+        self,
+        path: str,
+        inputs: Mapping[str, str],
+        entry_name: str | None,
+        *,
+        dry_run: bool,
+        origin: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         archive = _open(path)
         with archive:
@@ -71,7 +106,7 @@ class BundleInstaller:
             target = entry_name or bundle.name
             folder = self._bundles / f"{bundle.name}-{bundle.version}-{secrets.token_hex(4)}"
             entry, needs = bundle.plan(str(folder), inputs, self._environ)
-            entry["installedFrom"] = {"bundle": str(folder)}
+            entry["installedFrom"] = {**(origin or {}), "bundle": str(folder)}
             written = not dry_run and not needs
             if written:
                 if target in edits.servers_of(self._store.document()):

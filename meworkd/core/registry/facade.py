@@ -160,11 +160,24 @@ class Registries:
         server = found["server"]
         target = entry or entry_name(str(server.get("name")))
         plan = plan_install(server, choice, inputs, self._found)
-        plan.entry["installedFrom"] = {
+        origin = {
             "registry": found["registry"],
             "name": server.get("name"),
             "version": server.get("version"),
         }
+        if plan.bundle is not None:
+            url, digest = plan.bundle
+            result = await self._bundles.install_from(
+                url, digest, inputs, entry, origin, dry_run=dry_run
+            )
+            return {
+                **result,
+                "registry": found["registry"],
+                "status": found["status"],
+                "choices": choices_of(server, self._found),
+                "choice": plan.choice,
+            }
+        plan.entry["installedFrom"] = origin
         exists = target in edits.servers_of(self._store.document())
         written = not dry_run and not plan.needs_inputs
         if written:

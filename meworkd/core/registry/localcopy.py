@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import anyio
+
 from meworkd.base.errors import RegistryUnavailable
 from meworkd.base.private import write_private
 from meworkd.core.registry.ranking import OFFICIAL_META
@@ -50,6 +52,7 @@ class LocalCopy:
         self.servers: dict[str, dict[str, Any]] = {}
         self.fetched_at: float | None = None  # when the registry last answered (local clock)
         self._updated_since: str | None = None  # the newest updatedAt seen (registry's clock)
+        self._refreshing = anyio.Lock()  # one refresh at a time; the others wait for it
         self._load()
 
     def _load(self) -> None:
@@ -84,6 +87,10 @@ class LocalCopy:
     async def refresh(self) -> int:
         """Read what changed since the last refresh (everything the first time); the number
         of servers read. Raises :class:`RegistryUnavailable`; the copy is then unchanged."""
+        async with self._refreshing:
+            return await self._refresh()
+
+    async def _refresh(self) -> int:
         since = self._updated_since if self.servers else None
         changed = await self._read_pages(since)
         newest = self._updated_since
@@ -101,7 +108,10 @@ class LocalCopy:
                 newest = updated
         self._updated_since = newest
         self.fetched_at = time.time()
-        self._save()
+        try:
+            await anyio.to_thread.run_sync(self._save)  # megabytes for a large registry
+        except OSError:
+            pass  # the copy in memory still answers; the next refresh saves it again
         return len(changed)
 
     async def _read_pages(self, since: str | None) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ choice; the chosen one becomes an entry that meworkd starts without a shell:
 - ``pypi`` → ``uvx <runtime args> pkg==version <package args>``
 - ``oci`` → ``docker run -i --rm <runtime args> -e NAME… image <package args>``
 - ``nuget`` → ``dnx <runtime args> pkg@version [-- <package args>]`` (the registry's own example)
+- ``mcpb`` → the bundle at the URL, once its SHA-256 matches ``fileSha256`` (a bundle's
+  manifest then makes the entry)
 - a ``streamable-http`` remote → a Streamable HTTP entry (URL template and headers filled)
 
 The old HTTP+SSE transport is refused, as everywhere in meworkd. A package name or version that
@@ -38,6 +40,7 @@ _IDENTIFIER = {
     "oci": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$"),
     "nuget": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$"),
 }
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _FLAG = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9._-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -54,6 +57,8 @@ class Planned:
     inputs: list[dict[str, Any]] = field(default_factory=list)
     needs_inputs: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # A bundle to download (URL, SHA-256): its manifest, not the server.json, makes the entry.
+    bundle: tuple[str, str] | None = None
 
 
 def _required_text(doc: Mapping[str, Any], key: str, where: str) -> str:
@@ -101,7 +106,12 @@ def _package_choice(index: int, package: object, found: Callable[[str], bool]) -
 def _package_problem(package: Mapping[str, Any]) -> str | None:
     kind = package.get("registryType")
     if kind == "mcpb":
-        return "a bundle from a release URL: download the .mcpb file and install it as a bundle"
+        url, digest = package.get("identifier"), package.get("fileSha256")
+        if not isinstance(url, str) or not re.match(r"^https?://[^\s]+$", url):
+            return "a bundle whose identifier is not a download URL"
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            return "a bundle without fileSha256, which must be checked before it runs"
+        return None
     if not isinstance(kind, str) or kind not in RUNTIMES:
         return f"registryType {kind!r} is not one meworkd installs (npm, pypi, oci, nuget)"
     transport = package.get("transport")
@@ -165,6 +175,9 @@ def plan_install(
     picked = options[choice]
     if not picked["supported"]:
         raise UnusableServerJson(f"choice {choice}: {picked['why']}")
+    if picked["kind"] == "mcpb":
+        package = server["packages"][choice]
+        return Planned(choice, {}, bundle=(package["identifier"], package["fileSha256"].lower()))
     inputs = InputSet(supplied)
     if picked["kind"] == "remote":
         entry = _remote_entry(server["remotes"][picked["remote"]], picked["remote"], inputs)
