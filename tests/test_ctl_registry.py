@@ -90,3 +90,10 @@ def test_install_a_bundle_file(served: tuple[Daemon, FixtureRegistry]) -> None:
     assert "/state/mework/bundles/env-dump-1.2.0-" in out
     ok(daemon, "servers", "rm", "env-dump")
     assert not any((daemon.root / "state" / "mework" / "bundles").iterdir())
+
+
+def test_registries_are_set_from_the_command_line(served: tuple[Daemon, FixtureRegistry]) -> None:
+    daemon, registry = served
+    other = "https://registry.example.com/mirror"
+    ok(daemon, "settings", "set", f"registries={registry.url}, {other}")
+    assert ok_json(daemon, "settings", "show")["mcp"]["registries"] == [registry.url, other]

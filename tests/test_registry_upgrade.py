@@ -77,3 +77,20 @@ async def test_upgrade_refuses_an_entry_not_installed_from_a_registry(short_tmp:
         assert "not installed from a registry" in error.message
         error = await rpc_error(c.call("servers.upgrade", {"name": "nope"}))
         assert error.kind == "server_not_found"
+
+
+async def test_a_deleted_server_is_not_installed(short_tmp: Path) -> None:
+    with registry_fixture() as served:
+        served.publish(WEATHER_PYPI, status="deleted")
+        mcp = {"registries": [served.url]}
+        async with start_daemon(short_tmp, {}, mcp=mcp) as (_d, sock), connect(sock) as c:
+            error = await rpc_error(
+                c.call("servers.install", {"name": WEATHER_PYPI["name"], "dryRun": True})
+            )
+            assert error.kind == "unusable_server_json"
+            assert "marks it deleted" in error.message
+            served.set_status(WEATHER_PYPI["name"], "deprecated")
+            preview = await c.call(
+                "servers.install", {"name": WEATHER_PYPI["name"], "dryRun": True}
+            )
+            assert f"the registry marks {WEATHER_PYPI['name']} deprecated" in preview["warnings"]

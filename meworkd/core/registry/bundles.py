@@ -144,7 +144,7 @@ def _result(
 
 def _open(path: str) -> zipfile.ZipFile:
     if not os.path.isabs(path):
-        raise InvalidParams("bundle: expected an absolute path (meworkctl makes it one)")
+        raise InvalidParams("bundle: expected an absolute path to the .mcpb file")
     try:
         info = os.stat(path)
     except OSError:

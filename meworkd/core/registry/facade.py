@@ -19,6 +19,7 @@ from meworkd.base.errors import (
     RegistryServerNotFound,
     RegistryUnavailable,
     ServerNotFound,
+    UnusableServerJson,
 )
 from meworkd.core.registry.bundles import BundleInstaller
 from meworkd.core.registry.localcopy import LocalCopy
@@ -156,27 +157,29 @@ class Registries:
         if bundle is not None:
             return await self._bundles.install(bundle, inputs, entry, dry_run=dry_run)
         assert name is not None
-        found = await self.get(name, version)
+        found = await self._installable(name, version)
         server = found["server"]
         target = entry or entry_name(str(server.get("name")))
         plan = plan_install(server, choice, inputs, self._found)
+        if found["status"] == "deprecated":
+            plan.warnings.append(f"the registry marks {name} deprecated")
         origin = {
             "registry": found["registry"],
             "name": server.get("name"),
             "version": server.get("version"),
         }
+        about = {
+            "registry": found["registry"],
+            "status": found["status"],
+            "choices": choices_of(server, self._found),
+            "choice": plan.choice,
+        }
         if plan.bundle is not None:
             url, digest = plan.bundle
-            result = await self._bundles.install_from(
+            done = await self._bundles.install_from(
                 url, digest, inputs, entry, origin, dry_run=dry_run
             )
-            return {
-                **result,
-                "registry": found["registry"],
-                "status": found["status"],
-                "choices": choices_of(server, self._found),
-                "choice": plan.choice,
-            }
+            return {**done, **about}
         plan.entry["installedFrom"] = origin
         exists = target in edits.servers_of(self._store.document())
         written = not dry_run and not plan.needs_inputs
@@ -188,15 +191,21 @@ class Registries:
             "dryRun": dry_run,
             "installed": written,
             "exists": exists,
-            "registry": found["registry"],
-            "status": found["status"],
-            "choices": choices_of(server, self._found),
-            "choice": plan.choice,
+            **about,
             "server": masked_entry(plan.entry),
             "inputs": plan.inputs,
             "needsInputs": plan.needs_inputs,
             "warnings": plan.warnings + _unused(inputs, plan.inputs),
         }
+
+    async def _installable(self, name: str, version: str | None) -> dict[str, Any]:
+        found = await self.get(name, version)
+        if found["status"] == "deleted":
+            raise UnusableServerJson(
+                f"{name}: the registry marks it deleted (as it does malware and spam); "
+                "it is not installed"
+            )
+        return found
 
     async def outdated(self) -> dict[str, Any]:
         """Entries installed from a registry whose registry has a newer latest version."""
@@ -242,6 +251,10 @@ class Registries:
             raise RegistryServerNotFound(origin.name, version)
         kept = {**_kept_values(stored), **inputs}
         plan = plan_install(response["server"], None, kept, self._found)
+        if plan.bundle is not None or origin.bundle is not None:
+            raise InvalidParams(
+                f"{name!r} is a bundle: remove it and install the new version", server=name
+            )
         new_version = _version_of(response)
         plan.entry["installedFrom"] = {
             "registry": origin.registry,
