@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
 from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
@@ -22,6 +23,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
+from meworkd.core.background import Background
 from meworkd.core.callrecord import CallRecord
 from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
@@ -82,12 +84,21 @@ class Turns:
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
         self._runner = CallRunner(pool, bus, asks)
+        self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
 
     # --- begin ---------------------------------------------------------------------------
 
     async def begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
+        with telemetry.span("turn.begin", {"mework.conversation": conversation_id}) as traced:
+            reply = await self._begin(conversation_id, parent_turn_id)
+            traced.set("mework.turn", reply["turnId"])
+            traced.set("mework.tools", len(reply["tools"]))
+            traced.set("mework.failures", len(reply["failures"]))
+            return reply
+
+    async def _begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
         conversation = self._db.get_conversation(conversation_id)
         settings = self._store.settings
         selected, failures = select(conversation.mcp_servers, settings)
@@ -164,6 +175,18 @@ class Turns:
             DuplicateCallId: ``call_id`` is already running in this turn.
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
+        # The span is current while the call runs: the request to the server carries it.
+        with telemetry.span("tools/call", client=True) as traced:
+            return await self._call_tool(turn_id, name, arguments, call_id, traced)
+
+    async def _call_tool(
+        self,
+        turn_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        traced: telemetry.Traced,
+    ) -> msgspec.Raw:
         turn = self._get(turn_id)
         call_id = call_id or new_call_id()
         if call_id in turn.calls:
@@ -180,7 +203,7 @@ class Turns:
             arguments_digest(arguments),
         )
         # Durable before anything is asked or sent; AuditUnavailable refuses the call.
-        record = CallRecord(self._db, self._bus, call)
+        record = CallRecord(self._db, self._bus, call, traced)
         try:
             if binding is None:
                 # The model made up a name: it gets a readable answer, the audit a denied call.
@@ -189,11 +212,22 @@ class Turns:
                 return self._wire(
                     error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
                 )
-            return await self._call(turn, binding, arguments, record)
+            after = self._store.settings.mcp.background_after_seconds
+            if after is None:
+                return await self._call(turn, binding, arguments, record)
+            return await self.background.run(
+                record,
+                lambda: self._call(turn, binding, arguments, record),
+                after,
+                cancel=lambda: self._cancel_call(turn, record.call.call_id),
+                detach=lambda: turn.calls.pop(record.call.call_id, None),
+            )
         finally:
             # Only a cancellation from outside gets here unfinished: the daemon stopping
-            # past its grace. The call still gets its one outcome (and call.finished).
-            record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
+            # past its grace. The call still gets its one outcome (and call.finished). A call
+            # that moved to the background gets it there.
+            if not record.moved:
+                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
     async def _call(
         self, turn: Turn, binding: Binding, arguments: dict[str, Any], record: CallRecord
@@ -252,7 +286,7 @@ class Turns:
         )
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
-        record.allowed = decision
+        record.allow(decision)
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
         checked = await self._current(turn, call.name, current)
@@ -317,6 +351,10 @@ class Turns:
             clock.cancel()
         return len(clocks)
 
+    def _cancel_call(self, turn: Turn, call_id: str) -> None:
+        if (clock := turn.calls.get(call_id)) is not None:
+            clock.cancel()
+
     def end(self, turn_id: str) -> None:
         self.cancel(turn_id, None)
         self._turns.pop(turn_id, None)
@@ -324,6 +362,7 @@ class Turns:
     def end_conversation(self, conversation_id: str) -> None:
         for turn in [t for t in self._turns.values() if t.conversation_id == conversation_id]:
             self.end(turn.id)
+        self.background.end_conversation(conversation_id)
 
     def _get(self, turn_id: str) -> Turn:
         turn = self._turns.get(turn_id)

@@ -8,6 +8,7 @@ from meworkd.rpc.connection import Connection
 from meworkd.rpc.methods import (
     approvals,
     auth,
+    calls,
     conversations,
     daemon,
     elicitations,
@@ -35,6 +36,7 @@ _GROUPS = (
     presets,
     conversations,
     turns,
+    calls,
     approvals,
     elicitations,
     sampling,

@@ -173,6 +173,9 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # A call still running this many seconds after it was sent returns to the model at once and
+    # goes on in the background (calls.result has its outcome later); None: never.
+    background_after_seconds: float | None = None
     # Registry base URLs searched in order (servers.search, servers.install).
     registries: tuple[str, ...] = (OFFICIAL_REGISTRY,)
 

@@ -2,6 +2,7 @@
 and a registry's server.json made into one (servers.install)."""
 
 from meworkd.settings.dialects.document import ImportDocument, parse_import
+from meworkd.settings.dialects.permissions import ToolRule, resolve_rules
 from meworkd.settings.dialects.serverjson import (
     RUNTIMES,
     Planned,
@@ -14,8 +15,10 @@ __all__ = [
     "RUNTIMES",
     "ImportDocument",
     "Planned",
+    "ToolRule",
     "choices_of",
     "entry_name",
     "parse_import",
     "plan_install",
+    "resolve_rules",
 ]
