@@ -6,6 +6,7 @@ unsupported manifests are each refused by name, with nothing written and nothing
 
 import hashlib
 import json
+import os
 import stat
 import zipfile
 from pathlib import Path
@@ -115,6 +116,26 @@ async def test_a_sensitive_value_on_the_command_line_must_be_a_reference(
             "servers.install", {"bundle": bundle, "inputs": {"api_key": "${KEY}"}, "dryRun": True}
         )
         assert done["server"]["args"][-1] == "--key=${KEY}"
+
+
+async def test_a_default_may_name_the_home_folder(short_tmp: Path) -> None:
+    """MANIFEST.md: a user_config default may use ${HOME}, ${DESKTOP}, ${DOCUMENTS}."""
+    manifest = json.loads(json.dumps(MANIFEST))
+    manifest["user_config"]["workdir"] = {
+        "type": "directory",
+        "title": "Work folder",
+        "description": "Where it works",
+        "default": "${HOME}/work",
+    }
+    manifest["server"]["mcp_config"]["args"].append("${user_config.workdir}")
+    bundle = build(short_tmp / "home.mcpb", manifest)
+    environ = {**os.environ, "HOME": "/home/someone"}
+    async with start_daemon(short_tmp, {}, environ=environ) as (_d, sock), connect(sock) as c:
+        inputs = {"api_key": "${K}"}
+        done = await c.call("servers.install", {"bundle": bundle, "inputs": inputs, "dryRun": True})
+        assert done["server"]["args"][-1] == "/home/someone/work"
+        workdir = next(i for i in done["inputs"] if i["id"] == "workdir")
+        assert workdir["default"] == "${HOME}/work"
 
 
 def symlink_out(path: Path) -> str:

@@ -45,10 +45,11 @@ class Bundle:
         self, folder: str, supplied: Mapping[str, str], environ: Mapping[str, str]
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The entry the bundle unpacked at ``folder`` runs as, and the inputs still needed."""
-        values, missing = self._values(supplied)
+        home = environ.get("HOME", "")
+        values, missing = self._values(supplied, _home_paths(home))
         needs = [i for i in self.inputs if i["id"] in missing]
         config = _platform_config(self.manifest["server"]["mcp_config"])
-        filler = _Filler(self, folder, values, supplied, environ.get("HOME", ""))
+        filler = _Filler(self, folder, values, supplied, home)
         command = config.get("command")
         if not isinstance(command, str) or not command:
             raise _fail("server.mcp_config.command: missing")
@@ -67,15 +68,22 @@ class Bundle:
             entry["description"] = description[:300]
         return entry, needs
 
-    def _values(self, supplied: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    def _values(
+        self, supplied: Mapping[str, str], paths: Mapping[str, str]
+    ) -> tuple[dict[str, str], list[str]]:
         values: dict[str, str] = {}
         missing: list[str] = []
         for spec in self.inputs:
             key = spec["id"]
+            # A default may use ${HOME}, ${DESKTOP} and ${DOCUMENTS} (MANIFEST.md); with any
+            # other variable it is no usable default and the value is asked for.
+            default = spec["default"]
+            if default is not None:
+                default = _VARIABLE.sub(lambda m: paths.get(m[1], m[0]), default)
             if key in supplied:
                 values[key] = _checked(key, spec, supplied[key])
-            elif spec["default"] is not None:
-                values[key] = spec["default"]
+            elif default is not None and not _VARIABLE.search(default):
+                values[key] = default
             elif spec["required"]:
                 missing.append(key)
         return values, missing
@@ -96,15 +104,7 @@ class _Filler:
         self._sensitive = {i["id"] for i in bundle.inputs if i["secret"]}
         self._values = values
         self._supplied = supplied
-        self._fixed = {
-            "__dirname": folder,
-            "HOME": home,
-            "DESKTOP": f"{home}/Desktop",
-            "DOCUMENTS": f"{home}/Documents",
-            "DOWNLOADS": f"{home}/Downloads",
-            "pathSeparator": "/",
-            "/": "/",
-        }
+        self._fixed = {"__dirname": folder, **_home_paths(home), "pathSeparator": "/", "/": "/"}
 
     def fill(self, text: str, where: str) -> str:
         return _VARIABLE.sub(lambda match: self._one(match, where), text)
@@ -125,6 +125,15 @@ class _Filler:
             if env_name is None or not kept_as_secret("env", env_name):
                 check_secret(key, given, "argument")
         return self._values.get(key, "")
+
+
+def _home_paths(home: str) -> dict[str, str]:
+    return {
+        "HOME": home,
+        "DESKTOP": f"{home}/Desktop",
+        "DOCUMENTS": f"{home}/Documents",
+        "DOWNLOADS": f"{home}/Downloads",
+    }
 
 
 def _checked(key: str, spec: Mapping[str, Any], value: str) -> str:
@@ -218,8 +227,6 @@ def _user_inputs(user_config: object) -> list[dict[str, Any]]:
         default = spec.get("default")
         if isinstance(default, bool):
             default = "true" if default else "false"
-        if isinstance(default, str) and _VARIABLE.search(default):
-            default = None  # ${HOME}-style defaults: asked instead of guessed
         out.append(
             {
                 "id": key,
