@@ -240,6 +240,7 @@ async def test_a_registry_bundle_is_downloaded_checked_and_installed(short_tmp: 
         async with start_daemon(short_tmp, {}, mcp=mcp) as (_d, sock), connect(sock) as c:
             search = await c.call("servers.search", {"query": "text editing"})
             assert search["servers"][0]["name"] == TEXT_EDITOR["name"]
+            assert search["servers"][0]["needs"]["runtimes"] == ["bundle"]
             inputs = {"api_key": "k-123456"}
             done = await c.call(
                 "servers.install", {"name": "io.example/env-dump", "inputs": inputs}

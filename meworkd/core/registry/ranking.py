@@ -80,6 +80,7 @@ def needs_of(server: Mapping[str, Any]) -> dict[str, Any]:
             continue
         kind = package.get("registryType")
         runtime = RUNTIMES[kind][0] if isinstance(kind, str) and kind in RUNTIMES else kind
+        runtime = "bundle" if kind == "mcpb" else runtime  # its manifest says what it runs
         if isinstance(runtime, str) and runtime not in runtimes:
             runtimes.append(runtime)
         environment += _required_names(package.get("environmentVariables"), environment)
