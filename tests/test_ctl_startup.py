@@ -196,4 +196,11 @@ def test_an_argparse_line_loads_only_its_own_group() -> None:
     assert "argparse" in loaded
     ours = {m.rsplit(".", 1)[-1] for m in loaded if m.startswith("mework_client.ctl.")}
     groups = {m for _, _, m in INDEX}
-    assert ours & groups == {"servers", "servers_edit", "servers_probe", "servers_inspect", "auth"}
+    assert ours & groups == {
+        "servers",
+        "servers_edit",
+        "servers_probe",
+        "servers_inspect",
+        "servers_registry",
+        "auth",
+    }

@@ -26,6 +26,7 @@ __all__ = [
     "GetServerParams",
     "IdParams",
     "ImportParams",
+    "InstallParams",
     "ListTurnsParams",
     "LogsParams",
     "McpOptionsParams",
@@ -34,16 +35,19 @@ __all__ = [
     "PrepareParams",
     "PresetParams",
     "ReadResourceParams",
+    "RegistryGetParams",
     "RenameParams",
     "ReplaceServerParams",
     "RespondParams",
     "SamplingRespondParams",
+    "SearchParams",
     "SubscribeParams",
     "ToolAutoApproveParams",
     "ToolEnabledParams",
     "TurnParams",
     "UpdateConversationParams",
     "UpdateServerParams",
+    "UpgradeParams",
 ]
 
 
@@ -92,6 +96,36 @@ class ImportParams(_Params):
     dry_run: bool = False
 
 
+class SearchParams(_Params):
+    query: str = ""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 20
+    cursor: str | None = None
+    refresh: bool = False  # ask the registries now, even if the local copy is fresh
+
+
+class RegistryGetParams(_Params):
+    name: str
+    version: str | None = None
+
+
+class InstallParams(_Params):
+    # A registry server's name, or a bundle: the path of a .mcpb file.
+    name: str | None = None
+    bundle: str | None = None
+    version: str | None = None
+    choice: int | None = None  # which package or remote (servers.install's ``choices``)
+    inputs: dict[str, str] = {}
+    dry_run: bool = False
+    entry_name: str | None = None  # the settings entry's name (default: from the server's)
+
+
+class UpgradeParams(_Params):
+    name: str  # the settings entry
+    version: str | None = None
+    inputs: dict[str, str] = {}
+    dry_run: bool = False
+
+
 class ExportParams(_Params):
     reveal: bool = False
 
@@ -120,6 +154,7 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
     # Whether stdio entries added from now on start sandboxed.
     sandbox_default: bool | None = None
+    registries: list[str] | None = None  # registry base URLs, searched in order
 
 
 class PresetParams(_Params):

@@ -114,6 +114,7 @@ class MeworkApp(App[None]):
 
 def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingType]]]:
     """The help screen's sections: each screen's keys, read from its bindings."""
+    from mework_ui.browse import BrowseScreen
     from mework_ui.detail import DetailScreen
     from mework_ui.dialogs import ConfirmRemove, ImportDialog
     from mework_ui.inspection import PromptsPane
@@ -127,6 +128,7 @@ def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingT
         ("  Tools tab", ToolsPane.BINDINGS),
         ("  Prompts tab", PromptsPane.BINDINGS),
         ("Import from JSON", ImportDialog.BINDINGS),
+        ("Browse the MCP registry (a on servers)", BrowseScreen.BINDINGS),
         ("Remove a server", ConfirmRemove.BINDINGS),
         ("MCP options (o on servers)", OptionsScreen.BINDINGS),
         ("Conversations", ConversationsScreen.BINDINGS),

@@ -24,7 +24,9 @@ class AddMenu(ModalScreen[str | None]):
         with Vertical(classes="dialog small"):
             yield Static("Add ▾")
             yield OptionList(
-                Option("Add server", id="add"), Option("Import from JSON", id="import")
+                Option("Add server", id="add"),
+                Option("Import from JSON", id="import"),
+                Option("Browse the MCP registry", id="browse"),
             )
         yield Footer(compact=True, show_command_palette=False)
 

@@ -122,6 +122,10 @@ class ServersScreen(Screen[None]):
             self.app.push_screen(DetailScreen(None))
         elif choice == "import":
             self.app.push_screen(ImportDialog())
+        elif choice == "browse":
+            from mework_ui.browse import BrowseScreen
+
+            self.app.push_screen(BrowseScreen())
 
     def action_open(self, tab: str = "general") -> None:
         from mework_ui.detail import DetailScreen

@@ -34,6 +34,7 @@ from meworkd.core.conversations import Conversations
 from meworkd.core.inspect import Inventory
 from meworkd.core.lifecycle import Lifecycle
 from meworkd.core.listings import ListFollower
+from meworkd.core.registry import Registries
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.servers import Servers
 from meworkd.core.settingsfile import SettingsFile
@@ -133,6 +134,7 @@ class Daemon:
                 self.state_db,
                 self.redactor.redact_value,
                 self.environ,
+                self.paths.state_dir / "bundles",
             ),
             conversations=Conversations(
                 self.store,
@@ -145,6 +147,7 @@ class Daemon:
             turns=self.turns,
             approvals=self.approvals,
             asks=self.asks,
+            registries=Registries(self.store, self.paths.state_dir, self.environ),
         )
 
     # --- lifecycle -------------------------------------------------------------------------

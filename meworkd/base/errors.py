@@ -21,11 +21,14 @@ __all__ = [
     "MeworkError",
     "NotFound",
     "PresetNotFound",
+    "RegistryServerNotFound",
+    "RegistryUnavailable",
     "ServerNotFound",
     "ServerUnavailable",
     "SettingsUnreadable",
     "ShuttingDown",
     "TurnNotFound",
+    "UnusableServerJson",
 ]
 
 
@@ -157,3 +160,25 @@ class DuplicateCallId(ConflictError):
             turnId=turn_id,
             callId=call_id,
         )
+
+
+class RegistryUnavailable(MeworkError):
+    """No registry answered usably (down, slow, not JSON, too large, endless pages)."""
+
+    kind = "registry_unavailable"
+    code = codes.REGISTRY_UNAVAILABLE
+
+
+class RegistryServerNotFound(NotFound):
+    kind = "registry_server_not_found"
+
+    def __init__(self, name: str, version: str | None = None) -> None:
+        what = name if version is None else f"{name} version {version}"
+        super().__init__(f"no registry knows the server {what}", server=name)
+
+
+class UnusableServerJson(MeworkError):
+    """A registry's server.json (or a bundle's manifest) cannot become a settings entry."""
+
+    kind = "unusable_server_json"
+    code = codes.UNUSABLE_SERVER_JSON

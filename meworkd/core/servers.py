@@ -9,8 +9,10 @@ server sent is redacted before it is returned or recorded.
 """
 
 import os
+import shutil
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -19,6 +21,7 @@ from meworkd.base.errors import ServerNotFound
 from meworkd.core.health import settings_state
 from meworkd.core.inspect import SECTIONS, Inventory, inspect
 from meworkd.core.probe import test_connection
+from meworkd.core.registry.bundles import bundle_folder_of
 from meworkd.core.replies import Redact
 from meworkd.core.servercost import server_cost
 from meworkd.core.serverlogs import ServerLogs
@@ -57,8 +60,10 @@ class Servers:
         state: StateDB,
         redact: Redact,
         environ: Mapping[str, str] | None = None,
+        bundles: Path | None = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ  # where commands are found
+        self._bundles = bundles  # where servers.install unpacks bundles (removed with them)
         self._store = store
         self._pool = pool
         self._auth = auth
@@ -197,7 +202,12 @@ class Servers:
     async def remove(self, name: str) -> dict[str, Any]:
         """Remove ``name`` and everything kept of it; conversations stop selecting it."""
         config = self._store.settings.servers.get(name)
+        raw = edits.servers_of(self._store.document()).get(name)
         await self._store.mutate(lambda doc: edits.remove_server(doc, name))
+        # A bundle's unpacked folder goes with its entry (only one of meworkd's own).
+        folder = None if self._bundles is None else bundle_folder_of(raw, self._bundles)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         if config is not None:  # its stored OAuth login and registration go too (issue 16)
             await self._auth.forget(name, config, self._store.settings.servers)
         self._logs.forget(name)

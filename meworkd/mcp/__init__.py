@@ -21,6 +21,7 @@ from meworkd.mcp.pool import LogWriter, SessionPool
 from meworkd.mcp.report import describe
 from meworkd.mcp.session import McpSession, SessionState
 from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools, timed_out
+from meworkd.mcp.webget import get_bytes, get_json
 
 __all__ = [
     "AUTH_TOPIC",
@@ -48,6 +49,8 @@ __all__ = [
     "call_tool",
     "complete",
     "describe",
+    "get_bytes",
+    "get_json",
     "get_prompt",
     "list_prompts",
     "list_resources",

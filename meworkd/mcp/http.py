@@ -32,7 +32,7 @@ from meworkd.mcp.budget import (
 )
 from meworkd.settings import ServerConfig
 
-__all__ = ["HTTP_CONNECT_TIMEOUT", "HttpErrors", "http_client_for", "open_http"]
+__all__ = ["HTTP_CONNECT_TIMEOUT", "HttpErrors", "http_client_for", "open_http", "tls_context"]
 
 HTTP_CONNECT_TIMEOUT = 30.0
 HTTP_ERROR_TEXT = 200  # characters of an HTTP error body quoted in a start-up failure
@@ -61,7 +61,7 @@ class HttpErrors:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     # One context for every HTTP session: httpx2 builds a fresh one (CA store included, about
     # 850 KiB) per client otherwise, which made each pooled HTTP session cost ~900 KiB (bench B4).
     return httpx2.create_ssl_context()
@@ -77,7 +77,7 @@ def http_client_for(
     return httpx2.AsyncClient(
         headers={"accept-encoding": "identity", **config.headers},
         timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT, read=read),
-        verify=_tls_context(),
+        verify=tls_context(),
         follow_redirects=False,
         auth=auth,
         event_hooks={"response": [on_response]} if on_response is not None else None,

@@ -11,6 +11,7 @@ from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.lifecycle import Lifecycle
+from meworkd.core.registry import Registries
 from meworkd.core.servers import Servers
 from meworkd.core.settingsfile import SettingsFile
 from meworkd.core.turns import Turns
@@ -27,3 +28,4 @@ class Services:
     turns: Turns  # turns.*
     approvals: Approvals  # approvals.*
     asks: ServerAsks  # elicitations.*, sampling.*
+    registries: Registries  # servers.search, .registryGet, .install, .outdated, .upgrade

@@ -24,7 +24,9 @@ __all__ = [
     "LOG_LEVELS",
     "MACHINE_GRANTS",
     "OAUTH_GRANTS",
+    "OFFICIAL_REGISTRY",
     "TOKEN_AUTH_METHODS",
+    "InstalledFrom",
     "Limits",
     "McpOptions",
     "OAuthConfig",
@@ -60,6 +62,8 @@ OAUTH_GRANTS = ("authorization_code", *MACHINE_GRANTS)
 # How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
+# The official MCP registry (read API v0.1); mcp.registries may name subregistries instead.
+OFFICIAL_REGISTRY = "https://registry.modelcontextprotocol.io"
 
 
 class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
@@ -105,6 +109,16 @@ class Sandbox(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=Tru
     enabled: bool = True
     filesystem: SandboxFilesystem = SandboxFilesystem()
     network: bool = False
+
+
+class InstalledFrom(Struct, rename="camel", omit_defaults=True, frozen=True):
+    """Where servers.install took an entry from: a registry's server (name and version) or a
+    bundle (its unpacked folder in the state directory, removed with the entry)."""
+
+    registry: str | None = None
+    name: str | None = None
+    version: str | None = None
+    bundle: str | None = None
 
 
 class OAuthConfig(
@@ -169,6 +183,7 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     limits: Limits | None = None
     # stdio: run the server in a bubblewrap sandbox (meworkd.mcp.sandbox).
     sandbox: Sandbox | None = None
+    installed_from: InstalledFrom | None = None
 
     @property
     def sandboxed(self) -> bool:
@@ -220,6 +235,8 @@ class McpOptions(Struct, frozen=True):
     # Whether stdio entries added from now on (by hand, imported, from a registry) start
     # sandboxed; the entries already there keep what they say.
     sandbox_default: bool = False
+    # Registry base URLs searched in order (servers.search, servers.install).
+    registries: tuple[str, ...] = (OFFICIAL_REGISTRY,)
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

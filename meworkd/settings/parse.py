@@ -284,6 +284,11 @@ def parse_mcp_options(raw: object) -> McpOptions:
             f"mcp.background_after_seconds: expected a number of seconds > 0 and at most "
             f"{MAX_BACKGROUND_AFTER:g}, or null (calls never move to the background)"
         )
+    for index, url in enumerate(options.registries):
+        if not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", url):
+            raise InvalidSettings(
+                f"mcp.registries[{index}]: expected a registry's base http:// or https:// URL"
+            )
     return options
 
 

@@ -100,6 +100,31 @@ INDEX: tuple[tuple[str, str, str], ...] = (
     ),
     ("servers login", "log in to a server that uses OAuth (opens the browser)", "auth"),
     ("servers logout", "forget (and revoke) a server's OAuth tokens; its sessions close", "auth"),
+    (
+        "servers search",
+        "find servers in the MCP registries by words of their name or description",
+        "servers_registry",
+    ),
+    (
+        "servers info",
+        "show a registry server's details: packages, remotes, what it needs",
+        "servers_registry",
+    ),
+    (
+        "servers install",
+        "install a server from an MCP registry (or a .mcpb bundle)",
+        "servers_registry",
+    ),
+    (
+        "servers outdated",
+        "list servers installed from a registry that have a newer version",
+        "servers_registry",
+    ),
+    (
+        "servers upgrade",
+        "move a server installed from a registry to a newer version",
+        "servers_registry",
+    ),
     ("presets list", "list presets", "presets"),
     ("presets set", "create or replace a preset", "presets"),
     ("presets rm", "remove a preset", "presets"),

@@ -56,6 +56,10 @@ def _boolean(text: str) -> bool:
         raise ValueError(text) from None
 
 
+def _urls(text: str) -> list[str]:
+    return [url.strip() for url in text.split(",") if url.strip()]
+
+
 # Every option settings.setMcpOptions takes, in the order of docs/api.md.
 MCP_OPTIONS: dict[str, Callable[[str], object]] = {
     "mandatory_description_prefix": str,
@@ -65,6 +69,7 @@ MCP_OPTIONS: dict[str, Callable[[str], object]] = {
     "question_timeout_seconds": _number,
     "sampling": _boolean,
     "max_live_sessions": int,
+    "registries": _urls,  # comma-separated registry base URLs
 }
 
 
