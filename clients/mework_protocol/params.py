@@ -37,6 +37,7 @@ __all__ = [
     "ReplaceServerParams",
     "RespondParams",
     "SamplingRespondParams",
+    "SearchToolsParams",
     "SubscribeParams",
     "ToolAutoApproveParams",
     "ToolEnabledParams",
@@ -117,6 +118,8 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     sampling: bool | None = None
     # Live sessions kept before the least recently used idle ones close (as in the file: > 0).
     max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    tool_search: Literal["auto", "on", "off"] | None = None
+    tool_search_threshold: dict[str, int] | None = None  # {tools?, bytes?}, each > 0
 
 
 class PresetParams(_Params):
@@ -182,6 +185,12 @@ class CallToolParams(_Params):
     name: str
     arguments: dict[str, Any] = {}
     call_id: str | None = None
+
+
+class SearchToolsParams(_Params):
+    turn_id: str
+    query: str
+    limit: int | None = None
 
 
 class CancelParams(_Params):

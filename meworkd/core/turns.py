@@ -16,9 +16,16 @@ import anyio
 import msgspec
 
 from meworkd.base.clock import wire_time
-from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
+from meworkd.base.errors import (
+    DuplicateCallId,
+    InvalidParams,
+    MeworkError,
+    ServerUnavailable,
+    TurnNotFound,
+)
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
+from meworkd.core import toolsearch as ts
 from meworkd.core.approvals.gate import Approvals, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
@@ -27,7 +34,6 @@ from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
     Binding,
     bind,
-    costs,
     rebind,
     select,
     server_failure,
@@ -39,6 +45,7 @@ from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
+from meworkd.core.toolsearch import Offer, TurnSearch
 from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -54,10 +61,15 @@ class Turn:
     id: str
     conversation_id: str
     bindings: dict[str, Binding]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # every bound tool
     parent_id: str | None = None
+    offer: Offer = field(default_factory=lambda: Offer([]))  # what the model is offered
     calls: dict[str, CallClock] = field(default_factory=dict)
     began: str = field(default_factory=wire_time)  # turns.list
+    search: TurnSearch = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.search = TurnSearch(self.tools, self.bindings)
 
 
 class Turns:
@@ -97,12 +109,18 @@ class Turns:
             if parent.conversation_id != conversation_id:
                 raise TurnNotFound(parent_turn_id)
             bindings, tools = dict(parent.bindings), list(parent.tools)
+            chosen: Offer | None = parent.offer
         else:
             listings = await self._discover(conversation_id, selected, settings, failures)
             catalog = bind(selected, listings, settings, lambda s: str(self._redact(s)))
             bindings, tools = catalog.bindings, catalog.tools
             failures += catalog.problems
-        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id)
+            chosen = None
+        sizes = ts.definition_sizes(tools)
+        if chosen is None:
+            recent = lambda: self._db.recent_tools(conversation_id, ts.RECENT_TURNS)  # noqa: E731
+            chosen = ts.offer(tools, sizes, bindings, settings, recent)
+        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id, chosen)
         self._remember(turn)
         for failure in failures:
             log.warning(
@@ -115,14 +133,13 @@ class Turns:
         # Failure reasons and tool descriptions come from servers and may quote a secret.
         reply = {
             "turnId": turn.id,
-            "tools": tools,
+            **ts.offer_fields(tools, sizes, bindings, chosen),
             "bindings": {
                 name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
                 for name, b in bindings.items()
             },
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
             "failures": failures,
-            "costs": costs(tools, bindings),
         }
         return self._redact(reply)  # type: ignore[return-value]
 
@@ -165,6 +182,13 @@ class Turns:
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
         turn = self._get(turn_id)
+        if name == ts.SEARCH_TOOL_NAME and turn.offer.searching:
+            # meworkd's own read-only tool: reaches no server, so no approval and no audit.
+            checked = ts.search_arguments(arguments)
+            if isinstance(checked, str):
+                return self._wire(error_result(checked))
+            found = self._find(turn, *checked)
+            return self._wire(ts.search_result(checked[0], [tool for tool, _binding in found]))
         call_id = call_id or new_call_id()
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
@@ -292,6 +316,21 @@ class Turns:
         if gone is None:
             return binding, settings
         return Decision(False, DecidedBy.POLICY, gone)
+
+    def search_tools(self, turn_id: str, query: str, limit: int | None) -> dict[str, Any]:
+        """The turn's best tools for ``query`` (turns.searchTools): what search_tools finds."""
+        turn = self._get(turn_id)
+        checked = ts.search_arguments({"query": query, "limit": limit})
+        if isinstance(checked, str):
+            raise InvalidParams(checked)
+        found = self._find(turn, *checked)
+        return self._redact(ts.found_fields(query, found, turn.offer))  # type: ignore[return-value]
+
+    def _find(self, turn: Turn, query: str, limit: int) -> list[tuple[dict[str, Any], Binding]]:
+        # Under the settings and selection of now: a tool switched off since is not found.
+        settings = self._store.settings
+        selection = self._db.get_conversation(turn.conversation_id).mcp_servers
+        return turn.search.find(query, limit, lambda b: unbound(b, settings, selection) is None)
 
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)

@@ -27,6 +27,7 @@ from meworkd.settings.model import (
     ServerConfig,
     ServerInfo,
     Settings,
+    ToolSearchThreshold,
 )
 from meworkd.settings.parse import (
     KeyedObject,
@@ -68,6 +69,7 @@ __all__ = [
     "Settings",
     "SettingsDiff",
     "ToolMatcher",
+    "ToolSearchThreshold",
     "UnsetVariable",
     "canonical_type",
     "check_depth",

@@ -23,12 +23,14 @@ __all__ = [
     "MACHINE_GRANTS",
     "OAUTH_GRANTS",
     "TOKEN_AUTH_METHODS",
+    "TOOL_SEARCH_MODES",
     "McpOptions",
     "OAuthConfig",
     "Preset",
     "ServerConfig",
     "ServerInfo",
     "Settings",
+    "ToolSearchThreshold",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 60
@@ -52,6 +54,7 @@ MACHINE_GRANTS = ("client_credentials", "jwt_bearer", "identity_assertion")
 OAUTH_GRANTS = ("authorization_code", *MACHINE_GRANTS)
 # How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+TOOL_SEARCH_MODES = ("auto", "on", "off")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 
 
@@ -119,6 +122,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     oauth: OAuthConfig | bool | None = None
     # "shared": one session serves every conversation (stateless servers, by their author's word).
     session_scope: Literal["conversation", "shared"] = "conversation"
+    # Its tools are offered at every turn, never deferred behind tool search.
+    always_load: bool = False
 
     @property
     def timeout(self) -> float:
@@ -147,6 +152,14 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
         )
 
 
+class ToolSearchThreshold(Struct, frozen=True, forbid_unknown_fields=True):
+    """``mcp.tool_search_threshold``: in ``auto`` mode, tools are deferred behind search once a
+    turn has more than ``tools`` tools or more than ``bytes`` bytes of their definitions."""
+
+    tools: int = 40
+    bytes: int = 32768
+
+
 class McpOptions(Struct, frozen=True):
     """The ``mcp`` section (snake_case keys, as docs/api.md writes them)."""
 
@@ -158,6 +171,9 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # "auto": defer a turn's tools behind search_tools past the threshold; "on": always; "off".
+    tool_search: Literal["auto", "on", "off"] = "auto"
+    tool_search_threshold: ToolSearchThreshold = ToolSearchThreshold()
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -16,6 +16,7 @@ from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
 from meworkd.settings.model import (
     LOG_LEVELS,
+    TOOL_SEARCH_MODES,
     McpOptions,
     Preset,
     ServerConfig,
@@ -263,6 +264,8 @@ def parse_mcp_options(raw: object) -> McpOptions:
         return McpOptions()
     if not isinstance(raw, dict):
         raise InvalidSettings("mcp: expected an object")
+    if raw.get("tool_search", "auto") not in TOOL_SEARCH_MODES:
+        raise InvalidSettings('mcp.tool_search: expected "auto", "on" or "off"')
     try:
         options = msgspec.convert(raw, McpOptions, strict=False)
     except msgspec.ValidationError as exc:
@@ -271,6 +274,10 @@ def parse_mcp_options(raw: object) -> McpOptions:
     for key in (*positive, "question_timeout_seconds", "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
+    threshold = options.tool_search_threshold
+    for key in ("tools", "bytes"):
+        if getattr(threshold, key) <= 0:
+            raise InvalidSettings(f"mcp.tool_search_threshold.{key}: expected an integer > 0")
     return options
 
 

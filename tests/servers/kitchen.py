@@ -93,6 +93,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--name", default="kitchen", help="serverInfo name")
     p.add_argument("--version", default="1.0.0", help="serverInfo version")
     p.add_argument("--tools", type=int, default=0, metavar="N", help="add trivial tools t0..tN-1")
+    p.add_argument(
+        "--tools-file",
+        metavar="PATH",
+        help="fake.py only: serve the tools of this JSON file ({tools: [...]}) instead, echoing",
+    )
     p.add_argument("--page-size", type=int, default=0, metavar="K", help="paginate list results")
     p.add_argument("--exit-at-start", type=int, default=None, metavar="CODE")
     p.add_argument("--hang-initialize", action="store_true")

@@ -8,6 +8,7 @@ from mework_protocol.params import (
     CallToolParams,
     CancelParams,
     ListTurnsParams,
+    SearchToolsParams,
     TurnParams,
 )
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -50,6 +51,11 @@ def _cancel_quietly(turns: Turns, turn_id: str, call_id: str) -> None:
         turns.cancel(turn_id, call_id)
     except TurnNotFound:
         pass  # the turn ended meanwhile, and its calls with it
+
+
+@group.add("turns.searchTools", SearchToolsParams)
+async def search_tools(s: Services, _conn: Connection, p: SearchToolsParams) -> dict[str, Any]:
+    return s.turns.search_tools(p.turn_id, p.query, p.limit)
 
 
 @group.add("turns.cancel", CancelParams)
