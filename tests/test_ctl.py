@@ -567,6 +567,23 @@ def test_turn_call_and_audit(daemon: Daemon) -> None:
     assert "no active turn" in done.stderr
 
 
+def test_turn_search(daemon: Daemon) -> None:
+    add_kitchen(daemon, "k-search")
+    ok(daemon, "conv", "create", "--id", "c-search", "--server", "k-search")
+    turn = ok_json(daemon, "turn", "begin", "c-search")["turnId"]
+    human = ok(daemon, "turn", "search", turn, "add two numbers", "--limit", "2")
+    rows = [line.split() for line in human.splitlines()]
+    assert rows[1][:3] == ["NAME", "SERVER", "TOOL"]
+    assert rows[2][1:3] == ["k-search", "add"]  # the best match first
+    assert len(rows) == 4
+    found = ok_json(daemon, "turn", "search", turn, "echo the text")
+    assert found["tools"][0]["tool"] == "echo"
+    assert ok(daemon, "turn", "search", turn, "zzyzx").strip() == "No tool matches 'zzyzx'."
+    done = run_ctl(daemon, "turn", "search", turn, " ")
+    assert done.returncode == 1
+    assert "needs a query" in done.stderr
+
+
 def test_approvals_watch_answers_a_request(daemon: Daemon) -> None:
     add_kitchen(daemon, "k-appr")
     ok(daemon, "conv", "create", "--id", "c-appr", "--server", "k-appr")  # request_approval

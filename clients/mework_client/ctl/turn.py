@@ -35,7 +35,7 @@ from mework_client.ctl.layout import (
 )
 from mework_client.ctl.words import in_own_words
 
-__all__ = ["COMMANDS", "format_call", "format_turn", "format_turns"]
+__all__ = ["COMMANDS", "format_call", "format_search", "format_turn", "format_turns"]
 
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
 
@@ -70,6 +70,15 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         said = in_own_words(failure_error(failure) or "failed")
         lines.append(style.red(f"{failure.get('server')}: {said}"))
     return "\n".join(lines)
+
+
+def format_search(result: Any, style: Style = PLAIN) -> str:
+    """``turns.searchTools``: the best matching tools, best first, with their bindings."""
+    r = obj(result)
+    rows = [[t.get("name"), t.get("server"), t.get("tool"), describe(t)] for t in items(r, "tools")]
+    if not rows:
+        return f"No tool matches {r.get('query')!r}."
+    return listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style)
 
 
 def _decoded_size(data: object) -> int:
@@ -200,6 +209,21 @@ COMMANDS: tuple[Command, ...] = (
         ),
         params=pick(turnId="turn", callId="call_id"),
         render=_cancelled,
+    ),
+    Command(
+        "turn search",
+        "search a turn's tools, as the model's search_tools does",
+        "meworkctl turn search t-123 'open a github issue'",
+        method="turns.searchTools",
+        args=(
+            TURN,
+            arg("query", metavar="QUERY", help="what the tool should do, in a few words"),
+            arg("--limit", type=int, metavar="N", help="at most N tools (1-20, default 5)"),
+        ),
+        params=pick(turnId="turn", query="query", limit="limit"),
+        render=show(format_search),
+        details="Finds tools deferred behind tool search as well as offered ones, never a "
+        "disabled tool or one of a server the conversation does not select.",
     ),
     Command(
         "call",
