@@ -250,6 +250,13 @@ async def test_tool_search_settings_are_checked(mw: Harness) -> None:
         error = await rpc_error(mw.call("settings.setMcpOptions", options))
         assert error.kind == kind, options
         assert words in str(error.message) + json.dumps(error.data), options
+    entry = fake(alwaysLoad="yes")
+    error = await rpc_error(mw.call("servers.add", {"name": "s", "server": entry}))
+    assert error.kind == "invalid_settings"
+    assert "s.alwaysLoad: expected bool, got str" in error.message
+    added = await mw.call("servers.add", {"name": "s", "server": fake(alwaysLoad=True)})
+    assert added["alwaysLoad"] is True
+    assert mw.read_settings()["assets"]["mcpServers"]["s"]["alwaysLoad"] is True
     mcp = (await mw.call("settings.setMcpOptions", {"tool_search_threshold": {"tools": 12}}))["mcp"]
     assert mcp["tool_search"] == "auto"
     assert mcp["tool_search_threshold"] == {"tools": 12, "bytes": 32768}
