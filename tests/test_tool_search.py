@@ -71,6 +71,7 @@ async def test_four_hundred_tools_are_trimmed_to_the_threshold(mw: Harness) -> N
     assert turn["deferred"] == len(every)
     assert all(t["deferLoading"] for t in turn["allTools"])
     assert SEARCH_TOOL_NAME not in turn["bindings"]
+    assert f"call {SEARCH_TOOL_NAME} with a few words" in turn["systemPrompt"]
     for cost in turn["costs"]:
         assert cost["offered"] == 0
         assert cost["deferred"] == cost["tools"] > 0
@@ -220,6 +221,7 @@ async def test_off_offers_every_tool_and_on_defers_even_a_few(mw: Harness) -> No
     assert turn["deferred"] == 0
     assert turn["searchTool"] is None
     assert not any(t["deferLoading"] for t in turn["allTools"])
+    assert SEARCH_TOOL_NAME not in turn["systemPrompt"]
     # No search_tools for the model this turn (it was not offered) ...
     reply = await search(mw, turn, "github issue")
     assert reply["isError"]

@@ -175,6 +175,9 @@ def test_auto_defers_past_either_limit_and_keeps_what_it_should() -> None:
     crowded = offer(tools, sizes, bindings, settings, lambda: recent)
     assert len(crowded.tools) == 46
     assert tool_name("a", "t3") in crowded.deferred
+    # Every tool kept (all alwaysLoad): nothing deferred, so no search_tools either.
+    tools, sizes, bindings, settings = _turn(50, {"big": loaded})
+    assert offer(tools, sizes, bindings, settings, list) == offer_all(tools)
     off = Settings(servers=settings.servers, mcp=McpOptions(tool_search="off"))
     assert offer(tools, sizes, bindings, off, list) == offer_all(tools)
 

@@ -314,9 +314,13 @@ def _model_tools(
 
 
 def system_prompt(
-    selected: tuple[str, ...], settings: Settings, failures: list[dict[str, str]]
+    selected: tuple[str, ...],
+    settings: Settings,
+    failures: list[dict[str, str]],
+    search_tool: str | None = None,
 ) -> str:
-    """The paragraph naming a conversation's servers (and which are unavailable this turn)."""
+    """The paragraph naming a conversation's servers (and which are unavailable this turn);
+    with ``search_tool``, a sentence saying that more tools are found with it."""
     failed = {f["server"] for f in failures}
     lines = []
     for name in selected:
@@ -331,11 +335,17 @@ def system_prompt(
         lines.append(text)
     if not lines:
         return ""
+    more = (
+        f" Not every tool of these servers is listed: call {search_tool} with a few words "
+        "saying what you want to do to find more, then call them by the names it returns."
+        if search_tool
+        else ""
+    )
     return (
         "## MCP servers\n"
         "These MCP servers are connected to this conversation. Their tools are offered "
         "with names that start with mcp__<server>; calls that have side effects may ask "
-        "the user for approval first.\n" + "\n".join(lines)
+        f"the user for approval first.{more}\n" + "\n".join(lines)
     )
 
 

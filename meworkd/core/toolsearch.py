@@ -78,6 +78,11 @@ class Offer:
     deferred: frozenset[str] = frozenset()
     searching: bool = False
 
+    @property
+    def search_tool(self) -> str | None:
+        """The bound name of ``search_tools`` when the turn offers it."""
+        return SEARCH_TOOL_NAME if self.searching else None
+
 
 def definition_sizes(tools: Sequence[dict[str, Any]]) -> list[int]:
     """The bytes of each tool's definition as sent (JSON)."""
@@ -124,6 +129,8 @@ def offer(
         room_bytes -= size_of[used]
     offered = [t for t in tools if t["name"] in keep]
     deferred = frozenset(t["name"] for t in tools if t["name"] not in keep)
+    if not deferred:
+        return Offer(tools)  # every tool kept (alwaysLoad): nothing to search for
     return Offer([*offered, SEARCH_TOOL], deferred, searching=True)
 
 
@@ -152,7 +159,7 @@ def offer_fields(
         "tools": chosen.tools,
         "allTools": [{**tool, "deferLoading": tool["name"] in chosen.deferred} for tool in tools],
         "deferred": len(chosen.deferred),
-        "searchTool": SEARCH_TOOL_NAME if chosen.searching else None,
+        "searchTool": chosen.search_tool,
         "costs": costs(tools, bindings, chosen.deferred, sizes),
     }
 

@@ -138,7 +138,9 @@ class Turns:
                 name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
                 for name, b in bindings.items()
             },
-            "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
+            "systemPrompt": system_prompt(
+                conversation.mcp_servers, settings, failures, chosen.search_tool
+            ),
             "failures": failures,
         }
         return self._redact(reply)  # type: ignore[return-value]
