@@ -4,7 +4,8 @@ Each tool is one document whose fields are weighted (BM25F-style): its name, spl
 kebab and camel case, weighs most, then its title, its parameters' names, its description and
 its server's name, then its parameters' descriptions. Words are lower-cased, a short list of
 English stop words is dropped and a light suffix stemmer folds ``files``/``file`` and
-``listing``/``list`` together. Why not a library (``bm25s``, ``tantivy``): a turn holds at most
+``listing``/``list`` together; a query's word also finds a few kin words (ticket/issue,
+row/record) at a lower weight. Why not a library (``bm25s``, ``tantivy``): a turn holds at most
 a few thousand tools, where this module answers in well under a millisecond (bench/README.md,
 "Tool search") with the standard library only, while those bring numpy or a native wheel and
 are built for millions of documents; the whole ranking is also easy to read here.
@@ -33,6 +34,7 @@ FIELDS = (
 )
 MAX_FIELD_CHARS = 4096  # a description longer than this is read only that far (speed, not sense)
 MAX_PARAMS = 64
+MAX_QUERY_WORDS = 64  # a query's distinct words read (each one walks its postings)
 
 # (suffix, the length a word must exceed, how much it loses): the first that applies.
 _SUFFIXES = (
@@ -86,9 +88,7 @@ def _stem(word: str) -> str:
     return word
 
 
-@functools.lru_cache(maxsize=65536)
-def _chunk_words(chunk: str) -> tuple[str, ...]:
-    # Memoised: tool definitions repeat their words, and the split and stem are the cost.
+def _split(chunk: str) -> tuple[str, ...]:
     out = []
     for part in _CAMEL_PART.findall(chunk):
         word = part.lower()
@@ -97,11 +97,17 @@ def _chunk_words(chunk: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+# Memoised: tool definitions repeat their words, and the split and stem are the cost. Only
+# short chunks, so that a server's long nonsense cannot fill the cache with big keys.
+_split_cached = functools.lru_cache(maxsize=65536)(_split)
+MAX_CACHED_CHUNK = 48
+
+
 def words(text: str) -> list[str]:
     """The searchable words of ``text``: split at case and punctuation, stemmed, no stop words."""
     out: list[str] = []
     for chunk in _CHUNK.findall(text[:MAX_FIELD_CHARS]):
-        out += _chunk_words(chunk)
+        out += _split_cached(chunk) if len(chunk) <= MAX_CACHED_CHUNK else _split(chunk)
     return out
 
 
@@ -119,7 +125,7 @@ _SYNONYMS = _kin()
 
 def _query_terms(query: str) -> dict[str, float]:
     """The query's words (weight 1) and their kin (:data:`SYNONYM_WEIGHT`), once each."""
-    terms = dict.fromkeys(words(query), 1.0)
+    terms = dict.fromkeys(list(dict.fromkeys(words(query)))[:MAX_QUERY_WORDS], 1.0)
     for word in list(terms):
         for other in _SYNONYMS.get(word, ()):
             terms.setdefault(other, SYNONYM_WEIGHT)
