@@ -100,7 +100,8 @@ def test_sigterm_and_sighup_cancel_the_call_as_ctrl_c_does(
     assert [(e["decision"], e["decidedBy"]) for e in audit] == [("deny", "cancelled")]
 
 
-def test_meworkd_dying_while_the_call_waits_is_said_and_exits_not_running() -> None:
+@pytest.mark.parametrize("how", ["dies", "shuts down"])
+def test_meworkd_stopping_while_the_call_waits_is_said_and_exits_not_running(how: str) -> None:
     with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
         own = start_daemon(Path(d))
         try:
@@ -109,7 +110,10 @@ def test_meworkd_dying_while_the_call_waits_is_said_and_exits_not_running() -> N
             try:
                 assert read_line(call.stderr).startswith("Waiting for approval of echo")
                 assert read_line(call.stderr).startswith("Answer it elsewhere")
-                own.proc.kill()  # dies: no shutdown, no denial, only closed connections
+                if how == "dies":  # no shutdown, no denial, only closed connections
+                    own.proc.kill()
+                else:  # as systemctl stop does: the waiting call is answered shutting_down
+                    own.proc.send_signal(signal.SIGTERM)
                 own.proc.wait()
                 out, err = call.communicate(timeout=RUN_TIMEOUT)
             finally:
@@ -117,7 +121,7 @@ def test_meworkd_dying_while_the_call_waits_is_said_and_exits_not_running() -> N
         finally:
             stop_daemon(own)
             shutil.rmtree(Path(d) / "run", ignore_errors=True)
-    assert call.returncode == 3
+    assert call.returncode == 3, (out, err)
     assert out == ""
     assert err.startswith("meworkctl: meworkd stopped while the call waited")
     assert "answered elsewhere" not in err

@@ -335,13 +335,17 @@ def test_servers_add_list_show_reveal(daemon: Daemon) -> None:
         "--disabled",
     )
     listing = ok(daemon, "servers", "list")
-    assert listing.splitlines()[0].split() == ["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"]
+    assert listing.splitlines()[0].split() == [
+        "NAME", "TYPE", "ENABLED", "STATUS", "TOOLS", "DEFINITIONS", "COMMAND/URL"
+    ]  # fmt: skip
     assert server_row(listing, "s-fs")[:4] == ["s-fs", "stdio", "yes", "enabled"]
     assert server_row(listing, "s-docs") == [
         "s-docs",
         "streamable_http",
         "no",
         "disabled",
+        "-",  # no tools reported yet: nothing known of its cost
+        "-",
         "http://127.0.0.1:3000/mcp",
     ]
     shown = ok(daemon, "servers", "show", "s-fs")
@@ -853,7 +857,7 @@ def test_format_test_success() -> None:
     assert lines[4].split() == ["list", "-", "List", "things"]
     assert "Prompts (1):" in lines
     assert "Resources (2):" in lines
-    assert "  - read_file: offered as x (name_shortened)" in lines
+    assert "  - read_file: offered as x" in lines  # the code is --json's
     assert "  - root-level anyOf in search" in lines
     tools_only = format_test(TEST_OK, tools_only=True)
     assert tools_only.splitlines()[0].split() == ["NAME", "BOUND", "AS", "DESCRIPTION"]

@@ -225,3 +225,12 @@ def test_a_wrong_line_is_caught(text: str) -> None:
 @pytest.mark.parametrize("text", ["runs no model. Refuse it?", "is still waiting):"])
 def test_prose_about_meworkctl_is_not_a_command(text: str) -> None:
     assert _words(text) is None
+
+
+def test_the_readmes_approval_prompt_is_meworkctls() -> None:
+    """The walkthrough shows the prompt a person meets; it changes when the prompt does."""
+    from mework_client.ctl.answers import ALLOW_PROMPT
+
+    shown = [line for line in (ROOT / "README.md").read_text().splitlines() if "Allow?" in line]
+    assert shown
+    assert all(line.startswith(ALLOW_PROMPT) for line in shown), shown

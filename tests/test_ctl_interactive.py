@@ -307,3 +307,38 @@ def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
         os.close(leader)
     assert call.returncode == 0, out
     assert 'accepted {"color": "green", "count": 3, "name": "Ada", "notify": false}' in out
+
+
+def test_an_approval_answered_here_then_the_servers_form_on_one_terminal(daemon: Daemon) -> None:
+    """Two questions in one call: the approval typed here does not end the form's prompts."""
+    ok(daemon, "servers", "add", "asker2", "--", sys.executable, str(ASKING))
+    ok(daemon, "conv", "create", "--id", "c-asker2", "--server", "asker2")  # asks approval
+    begun = ok_json(daemon, "turn", "begin", "c-asker2")
+    tool = next(bound for bound, b in begun["bindings"].items() if b["tool"] == "ask_prefs")
+    leader, follower = pty.openpty()
+    call = subprocess.Popen(
+        [str(MEWORKCTL), "--socket", str(daemon.socket), "call", begun["turnId"], tool, "{}"],
+        text=True,
+        env=daemon.env(),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        read_until(leader, b"Allow? [y/N, a = always, or a reason to deny] ")
+        os.write(leader, b"y\n")
+        shown = read_until(leader, b"Answer? [y = accept / d = decline / c = cancel] ")
+        assert b"answered elsewhere" not in shown
+        for answer in (b"y\n", b"Grace\n", b"\n", b"\n", b"\n"):
+            if answer != b"y\n":
+                read_until(leader, b"): ")
+            os.write(leader, answer)
+        out, _ = call.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if call.poll() is None:
+            call.kill()
+        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
+        os.close(leader)
+    assert call.returncode == 0, out
+    assert '"name": "Grace"' in out

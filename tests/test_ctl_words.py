@@ -83,6 +83,13 @@ def test_a_servers_failure_is_said_without_its_kind() -> None:
         assert not WIRE.search(text), text
 
 
+def test_a_tools_problem_is_said_without_its_code() -> None:
+    problem = {"tool": "read", "problem": "name_shortened", "detail": "offered to the model as x"}
+    tested = format_test({"ok": True, "serverInfo": {"name": "fs"}, "problems": [problem]})
+    assert "read: offered to the model as x" in tested
+    assert not WIRE.search(tested), tested
+
+
 def test_describe_rpc_error_for_a_person_and_for_a_script() -> None:
     error = RpcError(
         -32602,

@@ -76,6 +76,8 @@ def test_test_connection_is_the_servers_latest_word(daemon: Daemon) -> None:
     with Client(daemon.socket) as client:  # fixed by hand, as the UI's fields or an editor do
         patch = {"command": FAKE[0], "args": FAKE[1:]}
         client.call("servers.update", {"name": "sw-fix", "patch": patch})
+    # The failure was the old command's: the fixed entry starts with none, test or not.
+    assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"] is None
     ok(daemon, "servers", "test", "sw-fix")
     assert ok_json(daemon, "servers", "show", "sw-fix")["lastError"] is None
     assert "failed" not in ok(daemon, "servers", "show", "sw-fix")
@@ -83,5 +85,8 @@ def test_test_connection_is_the_servers_latest_word(daemon: Daemon) -> None:
     ok(daemon, "servers", "add", "sw-bad", "--", "mcp-server-tiem")
     assert run_ctl(daemon, "servers", "test", "sw-bad").returncode == 1
     last = ok_json(daemon, "servers", "show", "sw-bad")["lastError"]
-    assert (last["kind"], last["conversation"]) == ("command_not_found", None)
+    assert (last["kind"], last["conversation"], last["test"]) == ("command_not_found", None, True)
+    with Client(daemon.socket) as client:  # a change that is not its connection keeps it
+        client.call("servers.update", {"name": "sw-bad", "patch": {"description": "typo"}})
+    assert ok_json(daemon, "servers", "show", "sw-bad")["lastError"]["kind"] == "command_not_found"
     assert STATUS_LINE.search(ok(daemon, "servers", "show", "sw-bad"))

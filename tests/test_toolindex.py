@@ -14,6 +14,7 @@ from meworkd.core.toolindex import SearchDoc, ToolIndex, words
 from meworkd.core.toolsearch import (
     SEARCH_TOOL,
     SEARCH_TOOL_NAME,
+    Offer,
     definition_sizes,
     offer,
     search_arguments,
@@ -149,18 +150,18 @@ def _turn(count: int, servers: dict[str, ServerConfig], **mcp: Any) -> tuple[Any
 def test_auto_defers_past_either_limit_and_keeps_what_it_should() -> None:
     plain = ServerConfig(command="x")
     tools, sizes, bindings, settings = _turn(20, {"a": plain, "b": plain})
-    assert offer(tools, sizes, bindings, settings, list).deferred == frozenset()  # 40: not over
+    assert offer(tools, bindings, settings, list).deferred == frozenset()  # 40: not over
     tools, sizes, bindings, settings = _turn(
         5, {"a": plain}, tool_search_threshold=ToolSearchThreshold(bytes=sum(sizes[:5]) - 1)
     )
-    by_bytes = offer(tools, sizes, bindings, settings, list)
+    by_bytes = offer(tools, bindings, settings, list)
     assert by_bytes.searching
     assert by_bytes.tools == [SEARCH_TOOL]
 
     loaded = ServerConfig(command="x", always_load=True)
     tools, sizes, bindings, settings = _turn(30, {"a": plain, "big": loaded})
     recent = [("a", "t3"), ("gone", "t1"), ("a", "t4")]
-    chosen = offer(tools, sizes, bindings, settings, lambda: recent)
+    chosen = offer(tools, bindings, settings, lambda: recent)
     names = [t["name"] for t in chosen.tools]
     # alwaysLoad's 30 and the recent ones that still exist, in the turn's order; search last.
     assert names == [
@@ -172,17 +173,16 @@ def test_auto_defers_past_either_limit_and_keeps_what_it_should() -> None:
     assert len(chosen.deferred) == 28
     # Past the threshold alwaysLoad still holds (the user asked for it); recent ones wait.
     tools, sizes, bindings, settings = _turn(45, {"a": plain, "big": loaded})
-    crowded = offer(tools, sizes, bindings, settings, lambda: recent)
+    crowded = offer(tools, bindings, settings, lambda: recent)
     assert len(crowded.tools) == 46
     assert tool_name("a", "t3") in crowded.deferred
     # Every tool kept (all alwaysLoad): nothing deferred, so no search_tools either.
     tools, sizes, bindings, settings = _turn(50, {"big": loaded})
-    assert offer(tools, sizes, bindings, settings, list) == offer_all(tools)
+    assert offer_all(offer(tools, bindings, settings, list), tools)
     off = Settings(servers=settings.servers, mcp=McpOptions(tool_search="off"))
-    assert offer(tools, sizes, bindings, off, list) == offer_all(tools)
+    assert offer_all(offer(tools, bindings, off, list), tools)
 
 
-def offer_all(tools: list[dict[str, Any]]) -> Any:
-    from meworkd.core.toolsearch import Offer
-
-    return Offer(tools)
+def offer_all(chosen: Offer, tools: list[dict[str, Any]]) -> bool:
+    """Whether ``chosen`` offers every tool, defers none and has no search_tools."""
+    return chosen.tools == tools and not chosen.deferred and chosen.search_tool is None

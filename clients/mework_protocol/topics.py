@@ -13,8 +13,9 @@ __all__ = [
 APPROVAL_TOPICS = ("approval.requested", "approval.resolved")
 ELICITATION_TOPICS = ("elicitation.requested", "elicitation.resolved", "elicitation.completed")
 SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
-# A tool call put on record, and its outcome (the audit entry): what a tool card follows.
-CALL_TOPICS = ("call.started", "call.finished")
+# A tool call put on record, its move to the background, and its outcome (the audit entry):
+# what a tool card follows.
+CALL_TOPICS = ("call.started", "call.backgrounded", "call.finished")
 # Everything a person may be asked (what `meworkctl requests watch` listens to).
 REQUEST_TOPICS = (*APPROVAL_TOPICS, *ELICITATION_TOPICS, *SAMPLING_TOPICS)
 TOPICS = frozenset(

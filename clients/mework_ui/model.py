@@ -195,8 +195,9 @@ class Model:
             name, last = entry["name"], entry.get("lastError", False)
             if isinstance(last, dict):
                 self.failures[name] = last
-            elif last is None and "ok" not in self.failures.get(name, {"ok": 0}):
-                del self.failures[name]  # the daemon saw it connect since; a test's stays
+            elif last is None:
+                # The daemon's word: it connected, passed a test or was redefined since.
+                self.failures.pop(name, None)
 
     async def load_settings(self) -> None:
         self.settings_state = await self.link.call("settings.get")
@@ -339,6 +340,7 @@ class Model:
             self.failures.pop(name, None)
         elif result:
             self.failures[name] = result
+        self.stale.mark("servers")  # the daemon recorded the outcome: read its word again
         self.changed()
 
     def bar_text(self) -> str:

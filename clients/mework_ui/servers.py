@@ -12,6 +12,7 @@ from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
 from mework_ui.words import (
+    cost_text,
     empty_note,
     failure_text,
     server_status,
@@ -28,7 +29,8 @@ COLUMNS = (("Status", "status"), ("Server", "name"), ("Type", "type"), ("On", "o
 def tested_note(model: Model, name: str, text: str) -> str:
     """A Test connection's outcome says it is one, and when (a failure seen again looks new)."""
     result = model.tests.get(name) if name not in model.failures else model.failures[name]
-    if result is None or "ok" not in result or name not in model.tested_at:
+    from_test = result is not None and ("ok" in result or result.get("test") is True)
+    if not from_test or name not in model.tested_at:
         return text
     return f"Test connection at {model.tested_at[name]}:\n{text}"
 
@@ -103,6 +105,8 @@ class ServersScreen(Screen[None]):
                 text = tested_note(app, str(name), test_summary(app.tests[name]))
             else:
                 text = entry.get("description") or ""
+            if cost := cost_text(entry.get("cost")):  # which server fills the model's context
+                text = f"{text}\n{cost}" if text else cost
         self.query_one("#note", Static).update(text)
 
     def on_data_table_row_selected(self) -> None:

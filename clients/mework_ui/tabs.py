@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Any, ClassVar, cast
 
+from mework_protocol.wording import tool_problem
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -130,7 +131,7 @@ class ToolsPane(Pane):
         lines += [f"arguments: {params}"] if params else []
         for problem in result.get("problems") or []:
             if problem.get("tool") == name:
-                lines.append(f"! {problem.get('problem')}: {problem.get('detail', '')}")
+                lines.append(f"! {tool_problem({**problem, 'tool': None})}")
         self.query_one("#tool-detail", Static).update("\n".join(lines))
 
     def action_why(self) -> None:

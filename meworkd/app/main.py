@@ -12,6 +12,7 @@ from meworkd import __version__
 from meworkd.app.daemon import Daemon
 from meworkd.app.instance import AlreadyRunning, UnsafePath
 from meworkd.app.paths import Paths
+from meworkd.base import telemetry
 from meworkd.base.log import Redactor, configure_logging, get_logger
 from meworkd.base.procgroup import become_subreaper
 
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     # its session can still stop it. Here, not in Daemon.run: a process that embeds a Daemon
     # (the tests) keeps its own children to itself.
     become_subreaper()
+    _trace(telemetry.configure(os.environ))
 
     async def run() -> None:
         # anyio primitives need a running loop, so the daemon is built inside it.
@@ -83,7 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     except PermissionError as exc:
         get_logger().error("daemon.permission_denied", error=str(exc))
         return 1
+    finally:
+        telemetry.shutdown()  # the last spans leave, within a bound
     _exit_at_once(0)
+
+
+def _trace(setup: telemetry.Setup) -> None:
+    """Say once whether traces are exported (OpenTelemetry, from the ``OTEL_*`` variables)."""
+    if setup.problem is not None:
+        get_logger().warning("telemetry.unavailable", problem=setup.problem)
+    if setup.exporter is not None:
+        get_logger().info("telemetry.traces", exporter=setup.exporter)
 
 
 def _exit_at_once(code: int) -> NoReturn:

@@ -9,7 +9,9 @@ or the reply, only the arguments' digest.
 """
 
 import time
+from collections.abc import Callable
 
+from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
 from meworkd.base.events import EventBus
 from meworkd.core.approvals.gate import Decision
@@ -25,10 +27,12 @@ class CallRecord:
     """A call from its ``requested`` record to its one outcome.
 
     ``allowed``: the decision that let it run, once there is one (a call cut off after it
-    keeps who allowed it).
+    keeps who allowed it). ``traced``: the call's span, which gets the same outcome.
     """
 
-    def __init__(self, db: StateDB, bus: EventBus, call: ToolCall) -> None:
+    def __init__(
+        self, db: StateDB, bus: EventBus, call: ToolCall, traced: telemetry.Traced = telemetry.OFF
+    ) -> None:
         """Put the call on record now and announce it.
 
         Raises:
@@ -41,7 +45,16 @@ class CallRecord:
         self.time = wire_time()
         self.id = db.record_request(*call, at=self.time)
         self.allowed: Decision | None = None
+        self.on_allowed: Callable[[], None] | None = None  # told when it is allowed to run
+        self.moved = False  # it went on in the background after its caller had its reply
         self.finished = False
+        self._traced = traced
+        traced.rename(f"tools/call {call.tool or call.name}")
+        traced.set("mcp.method.name", "tools/call")
+        traced.set("gen_ai.tool.name", call.tool or call.name)
+        traced.set("mework.server", call.server)
+        traced.set("mework.conversation", call.conversation_id)
+        traced.set("mework.turn", call.turn_id)
         bus.publish(
             "call.started",
             {
@@ -55,6 +68,19 @@ class CallRecord:
                 "time": self.time,
             },
         )
+
+    def move(self) -> None:
+        """It goes on in the background: its caller's reply is sent, and its span ends with
+        that reply (its outcome is the audit's and ``call.finished``'s)."""
+        self.moved = True
+        self._traced.set("mework.background", True)
+        self._traced = telemetry.OFF
+
+    def allow(self, decision: Decision) -> None:
+        """The call may run: ``decision`` let it."""
+        self.allowed = decision
+        if self.on_allowed is not None:
+            self.on_allowed()
 
     def finish(
         self,
@@ -81,6 +107,12 @@ class CallRecord:
         )
         self._db.record(entry)
         self._bus.publish("call.finished", audit_view(self.id, self.time, entry))
+        self._traced.set("mework.decision", decision)
+        self._traced.set("mework.decided_by", decided_by.value)
+        if decision != "allow":
+            self._traced.fail("denied")
+        elif is_error:
+            self._traced.fail("tool_error")
 
     def cut_off(self, by: DecidedBy, reason: str) -> None:
         """The outcome of a call stopped before it finished (cancelled, or the daemon stopping).

@@ -14,9 +14,13 @@ from typing import Any
 
 import msgspec
 
-from meworkd.core.catalog import Binding, costs, digest
+from meworkd.base.errors import InvalidParams
+from meworkd.core.catalog import Binding, Catalog, costs, digest, unbound
+from meworkd.core.replies import error_result
+from meworkd.core.state import StateDB
 from meworkd.core.toolindex import SearchDoc, ToolIndex
 from meworkd.settings import Settings
+from meworkd.settings.store import SettingsStore
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -25,6 +29,7 @@ __all__ = [
     "RECENT_TURNS",
     "SEARCH_TOOL_NAME",
     "Offer",
+    "ToolSearch",
     "TurnSearch",
     "definition_sizes",
     "found_fields",
@@ -71,9 +76,12 @@ SEARCH_TOOL: dict[str, Any] = {
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What a turn offers the model: ``tools`` (with ``search_tools`` when searching) and the
-    names of the bound tools left out of it (``deferred``)."""
+    """A turn's tools: every bound one, searchable (``search``), the bytes of each definition
+    (``sizes``), what the model is offered (``tools``, with ``search_tools`` when searching)
+    and the names left out of it (``deferred``)."""
 
+    search: "TurnSearch"
+    sizes: Sequence[int]
     tools: list[dict[str, Any]]
     deferred: frozenset[str] = frozenset()
     searching: bool = False
@@ -91,7 +99,6 @@ def definition_sizes(tools: Sequence[dict[str, Any]]) -> list[int]:
 
 def offer(
     tools: list[dict[str, Any]],
-    sizes: Sequence[int],
     bindings: dict[str, Binding],
     settings: Settings,
     recent: Callable[[], Sequence[tuple[str, str]]],
@@ -102,11 +109,12 @@ def offer(
     used lately, most recent first. ``alwaysLoad`` servers' tools are offered even past the
     threshold (the user asked for them); recent tools only while the offer stays within it.
     """
+    search, sizes = TurnSearch(tools, bindings), definition_sizes(tools)
     options = settings.mcp
     threshold = options.tool_search_threshold
     over = len(tools) > threshold.tools or sum(sizes) > threshold.bytes
     if options.tool_search == "off" or (options.tool_search == "auto" and not over):
-        return Offer(tools)
+        return Offer(search, sizes, tools)
     keep: set[str] = set()
     room_tools = threshold.tools - 1  # search_tools takes one place
     room_bytes = threshold.bytes - len(msgspec.json.encode(SEARCH_TOOL))
@@ -130,8 +138,8 @@ def offer(
     offered = [t for t in tools if t["name"] in keep]
     deferred = frozenset(t["name"] for t in tools if t["name"] not in keep)
     if not deferred:
-        return Offer(tools)  # every tool kept (alwaysLoad): nothing to search for
-    return Offer([*offered, SEARCH_TOOL], deferred, searching=True)
+        return Offer(search, sizes, tools)  # every tool kept (alwaysLoad): nothing to search for
+    return Offer(search, sizes, [*offered, SEARCH_TOOL], deferred, searching=True)
 
 
 def search_arguments(arguments: Mapping[str, Any]) -> tuple[str, int] | str:
@@ -151,16 +159,15 @@ def search_arguments(arguments: Mapping[str, Any]) -> tuple[str, int] | str:
     return query, limit
 
 
-def offer_fields(
-    tools: list[dict[str, Any]], sizes: Sequence[int], bindings: dict[str, Binding], chosen: Offer
-) -> dict[str, Any]:
+def offer_fields(chosen: Offer) -> dict[str, Any]:
     """The part of ``turns.begin``'s reply that tool search shapes."""
+    tools, deferred = chosen.search.tools, chosen.deferred
     return {
         "tools": chosen.tools,
-        "allTools": [{**tool, "deferLoading": tool["name"] in chosen.deferred} for tool in tools],
-        "deferred": len(chosen.deferred),
+        "allTools": [{**tool, "deferLoading": tool["name"] in deferred} for tool in tools],
+        "deferred": len(deferred),
         "searchTool": chosen.search_tool,
-        "costs": costs(tools, bindings, chosen.deferred, sizes),
+        "costs": costs(tools, chosen.search.bindings, deferred, chosen.sizes),
     }
 
 
@@ -235,3 +242,44 @@ def search_result(query: str, found: Sequence[dict[str, Any]]) -> dict[str, Any]
         "structuredContent": structured,
         "isError": False,
     }
+
+
+class ToolSearch:
+    """Tool search for :class:`meworkd.core.turns.Turns`: a turn's offer (with what the
+    conversation used lately), and its searches under the settings and selection of now."""
+
+    def __init__(self, store: SettingsStore, db: StateDB) -> None:
+        self._store = store
+        self._db = db
+
+    def plan(self, conversation_id: str, catalog: Catalog, settings: Settings) -> Offer:
+        recent = lambda: self._db.recent_tools(conversation_id, RECENT_TURNS)  # noqa: E731
+        return offer(catalog.tools, catalog.bindings, settings, recent)
+
+    def for_model(
+        self, chosen: Offer, conversation_id: str, arguments: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``search_tools``'s result: meworkd's own read-only tool, which reaches no server, so
+        it is not put to approvals nor audited (the tools it finds are, when called)."""
+        checked = search_arguments(arguments)
+        if isinstance(checked, str):
+            return error_result(checked)
+        found = self._find(chosen, conversation_id, *checked)
+        return search_result(checked[0], [tool for tool, _binding in found])
+
+    def for_frontend(
+        self, chosen: Offer, conversation_id: str, query: str, limit: int | None
+    ) -> dict[str, Any]:
+        """``turns.searchTools``'s result; a bad query or limit is ``InvalidParams``."""
+        checked = search_arguments({"query": query, "limit": limit})
+        if isinstance(checked, str):
+            raise InvalidParams(checked)
+        return found_fields(query, self._find(chosen, conversation_id, *checked), chosen)
+
+    def _find(
+        self, chosen: Offer, conversation_id: str, query: str, limit: int
+    ) -> list[tuple[dict[str, Any], Binding]]:
+        # The policy of now: a tool switched off or a server deselected since is not found.
+        settings = self._store.settings
+        selection = self._db.get_conversation(conversation_id).mcp_servers
+        return chosen.search.find(query, limit, lambda b: unbound(b, settings, selection) is None)

@@ -12,23 +12,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import msgspec
 
+from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
-from meworkd.base.errors import (
-    DuplicateCallId,
-    InvalidParams,
-    MeworkError,
-    ServerUnavailable,
-    TurnNotFound,
-)
+from meworkd.base.errors import DuplicateCallId, MeworkError, ServerUnavailable, TurnNotFound
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core import toolsearch as ts
 from meworkd.core.approvals.gate import Approvals, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
+from meworkd.core.background import Background
 from meworkd.core.callrecord import CallRecord
 from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
@@ -36,17 +30,17 @@ from meworkd.core.catalog import (
     bind,
     rebind,
     select,
-    server_failure,
     system_prompt,
     unbound,
 )
 from meworkd.core.definitions import Definitions
+from meworkd.core.discovery import discover
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
-from meworkd.core.toolsearch import Offer, TurnSearch
-from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
+from meworkd.core.toolsearch import Offer, ToolSearch, offer_fields
+from meworkd.mcp import CallClock, SessionPool, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
 
@@ -61,15 +55,10 @@ class Turn:
     id: str
     conversation_id: str
     bindings: dict[str, Binding]
-    tools: list[dict[str, Any]] = field(default_factory=list)  # every bound tool
+    offer: Offer  # every tool, which ones the model is offered (tool search), their index
     parent_id: str | None = None
-    offer: Offer = field(default_factory=lambda: Offer([]))  # what the model is offered
     calls: dict[str, CallClock] = field(default_factory=dict)
     began: str = field(default_factory=wire_time)  # turns.list
-    search: TurnSearch = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.search = TurnSearch(self.tools, self.bindings)
 
 
 class Turns:
@@ -94,12 +83,22 @@ class Turns:
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
         self._runner = CallRunner(pool, bus, asks)
+        self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
+        self._search = ToolSearch(store, db)
 
     # --- begin ---------------------------------------------------------------------------
 
     async def begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
+        with telemetry.span("turn.begin", {"mework.conversation": conversation_id}) as traced:
+            reply = await self._begin(conversation_id, parent_turn_id)
+            traced.set("mework.turn", reply["turnId"])
+            traced.set("mework.tools", len(reply["tools"]))
+            traced.set("mework.failures", len(reply["failures"]))
+            return reply
+
+    async def _begin(self, conversation_id: str, parent_turn_id: str | None) -> dict[str, Any]:
         conversation = self._db.get_conversation(conversation_id)
         settings = self._store.settings
         selected, failures = select(conversation.mcp_servers, settings)
@@ -108,19 +107,18 @@ class Turns:
             parent = self._get(parent_turn_id)
             if parent.conversation_id != conversation_id:
                 raise TurnNotFound(parent_turn_id)
-            bindings, tools = dict(parent.bindings), list(parent.tools)
-            chosen: Offer | None = parent.offer
+            bindings, chosen = dict(parent.bindings), parent.offer
         else:
-            listings = await self._discover(conversation_id, selected, settings, failures)
+            listings = await discover(
+                self._pool, self._inventory, conversation_id, selected, settings, failures
+            )
             catalog = bind(selected, listings, settings, lambda s: str(self._redact(s)))
-            bindings, tools = catalog.bindings, catalog.tools
+            bindings, chosen = (
+                catalog.bindings,
+                self._search.plan(conversation_id, catalog, settings),
+            )
             failures += catalog.problems
-            chosen = None
-        sizes = ts.definition_sizes(tools)
-        if chosen is None:
-            recent = lambda: self._db.recent_tools(conversation_id, ts.RECENT_TURNS)  # noqa: E731
-            chosen = ts.offer(tools, sizes, bindings, settings, recent)
-        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id, chosen)
+        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, chosen, parent_turn_id)
         self._remember(turn)
         for failure in failures:
             log.warning(
@@ -133,7 +131,7 @@ class Turns:
         # Failure reasons and tool descriptions come from servers and may quote a secret.
         reply = {
             "turnId": turn.id,
-            **ts.offer_fields(tools, sizes, bindings, chosen),
+            **offer_fields(chosen),
             "bindings": {
                 name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
                 for name, b in bindings.items()
@@ -144,33 +142,6 @@ class Turns:
             "failures": failures,
         }
         return self._redact(reply)  # type: ignore[return-value]
-
-    async def _discover(
-        self,
-        conversation_id: str,
-        servers: list[str],
-        settings: Settings,
-        failures: list[dict[str, str]],
-    ) -> dict[str, list[ToolInfo]]:
-        listings: dict[str, list[ToolInfo]] = {}
-
-        async def discover(server: str) -> None:
-            config = settings.servers[server]
-            try:
-                listings[server] = await self._pool.using(
-                    conversation_id, server, config, list_tools, within=config.timeout
-                )
-                self._inventory.record_tools(server, listings[server])
-            except MeworkError as exc:
-                kind = str(exc.data.get("reason", exc.kind))
-                failures.append(server_failure(server, kind, exc.message))
-                # Published once, here: frontends show the failure (server.status failed).
-                self._pool.status.failed(server, conversation_id, exc)
-
-        async with anyio.create_task_group() as tg:
-            for server in servers:
-                tg.start_soon(discover, server)
-        return listings
 
     # --- calls ---------------------------------------------------------------------------
 
@@ -183,14 +154,21 @@ class Turns:
             DuplicateCallId: ``call_id`` is already running in this turn.
             AuditUnavailable: the call's ``requested`` record could not be written.
         """
+        # The span is current while the call runs: the request to the server carries it.
+        with telemetry.span("tools/call", client=True) as traced:
+            return await self._call_tool(turn_id, name, arguments, call_id, traced)
+
+    async def _call_tool(
+        self,
+        turn_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        traced: telemetry.Traced,
+    ) -> msgspec.Raw:
         turn = self._get(turn_id)
-        if name == ts.SEARCH_TOOL_NAME and turn.offer.searching:
-            # meworkd's own read-only tool: reaches no server, so no approval and no audit.
-            checked = ts.search_arguments(arguments)
-            if isinstance(checked, str):
-                return self._wire(error_result(checked))
-            found = self._find(turn, *checked)
-            return self._wire(ts.search_result(checked[0], [tool for tool, _binding in found]))
+        if name == turn.offer.search_tool:  # meworkd's own, read-only: no approval, no audit
+            return self._wire(self._search.for_model(turn.offer, turn.conversation_id, arguments))
         call_id = call_id or new_call_id()
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
@@ -206,7 +184,7 @@ class Turns:
             arguments_digest(arguments),
         )
         # Durable before anything is asked or sent; AuditUnavailable refuses the call.
-        record = CallRecord(self._db, self._bus, call)
+        record = CallRecord(self._db, self._bus, call, traced)
         try:
             if binding is None:
                 # The model made up a name: it gets a readable answer, the audit a denied call.
@@ -215,11 +193,22 @@ class Turns:
                 return self._wire(
                     error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
                 )
-            return await self._call(turn, binding, arguments, record)
+            after = self._store.settings.mcp.background_after_seconds
+            if after is None:
+                return await self._call(turn, binding, arguments, record)
+            return await self.background.run(
+                record,
+                lambda: self._call(turn, binding, arguments, record),
+                after,
+                cancel=lambda: self._cancel_call(turn, record.call.call_id),
+                detach=lambda: turn.calls.pop(record.call.call_id, None),
+            )
         finally:
             # Only a cancellation from outside gets here unfinished: the daemon stopping
-            # past its grace. The call still gets its one outcome (and call.finished).
-            record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
+            # past its grace. The call still gets its one outcome (and call.finished). A call
+            # that moved to the background gets it there.
+            if not record.moved:
+                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
     async def _call(
         self, turn: Turn, binding: Binding, arguments: dict[str, Any], record: CallRecord
@@ -278,7 +267,7 @@ class Turns:
         )
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
-        record.allowed = decision
+        record.allow(decision)
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
         checked = await self._current(turn, call.name, current)
@@ -320,19 +309,10 @@ class Turns:
         return Decision(False, DecidedBy.POLICY, gone)
 
     def search_tools(self, turn_id: str, query: str, limit: int | None) -> dict[str, Any]:
-        """The turn's best tools for ``query`` (turns.searchTools): what search_tools finds."""
+        """What search_tools finds in the turn, each with its binding (turns.searchTools)."""
         turn = self._get(turn_id)
-        checked = ts.search_arguments({"query": query, "limit": limit})
-        if isinstance(checked, str):
-            raise InvalidParams(checked)
-        found = self._find(turn, *checked)
-        return self._redact(ts.found_fields(query, found, turn.offer))  # type: ignore[return-value]
-
-    def _find(self, turn: Turn, query: str, limit: int) -> list[tuple[dict[str, Any], Binding]]:
-        # Under the settings and selection of now: a tool switched off since is not found.
-        settings = self._store.settings
-        selection = self._db.get_conversation(turn.conversation_id).mcp_servers
-        return turn.search.find(query, limit, lambda b: unbound(b, settings, selection) is None)
+        found = self._search.for_frontend(turn.offer, turn.conversation_id, query, limit)
+        return self._redact(found)  # type: ignore[return-value]
 
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)
@@ -358,6 +338,10 @@ class Turns:
             clock.cancel()
         return len(clocks)
 
+    def _cancel_call(self, turn: Turn, call_id: str) -> None:
+        if (clock := turn.calls.get(call_id)) is not None:
+            clock.cancel()
+
     def end(self, turn_id: str) -> None:
         self.cancel(turn_id, None)
         self._turns.pop(turn_id, None)
@@ -365,6 +349,7 @@ class Turns:
     def end_conversation(self, conversation_id: str) -> None:
         for turn in [t for t in self._turns.values() if t.conversation_id == conversation_id]:
             self.end(turn.id)
+        self.background.end_conversation(conversation_id)
 
     def _get(self, turn_id: str) -> Turn:
         turn = self._turns.get(turn_id)

@@ -26,6 +26,7 @@ from mcp import ClientSession, MCPError
 
 from meworkd.base.log import get_logger
 from meworkd.mcp.budget import REPLY_BUDGET, Outstanding
+from meworkd.mcp.listcache import ListingCache
 
 __all__ = ["PASS_THROUGH", "DirectCalls", "DirectClientSession", "ProgressSink"]
 
@@ -39,9 +40,14 @@ _CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection clos
 
 
 class DirectClientSession(ClientSession):
-    """The SDK session plus, when meworkd answers tools/call itself, the pipes' calls."""
+    """The SDK session plus, when meworkd answers tools/call itself, the pipes' calls, and the
+    lists the server said may be reused (:class:`ListingCache`)."""
 
     direct: "DirectCalls | None" = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listings = ListingCache()
 
 
 class _Waiter:
@@ -64,9 +70,14 @@ class DirectCalls:
         self._closed = False
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], on_progress: ProgressSink | None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        on_progress: ProgressSink | None,
+        meta: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The raw result of ``tools/call tool``, as the server sent it (not yet checked).
+        """The raw result of ``tools/call tool``, as the server sent it (not yet checked);
+        ``meta``: the request's ``_meta`` (trace context), progress token aside.
 
         Raises:
             MCPError: the server's error reply, or ``CONNECTION_CLOSED`` (the server went away).
@@ -75,8 +86,10 @@ class DirectCalls:
             raise MCPError.from_error_data(_CLOSED)
         request_id = f"mw-{next(self._ids)}"
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        if on_progress is not None:
-            params["_meta"] = {"progressToken": request_id}
+        if on_progress is not None or meta:
+            params["_meta"] = {**(meta or {})}
+            if on_progress is not None:
+                params["_meta"]["progressToken"] = request_id
         line = msgspec.json.encode(
             {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
         )

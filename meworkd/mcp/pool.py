@@ -333,8 +333,10 @@ class SessionPool:
     async def apply_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         self._max_live = settings.mcp.max_live_sessions
-        for name in diff.removed:
-            self.status.forget(name)  # a server added again later starts with no failure
+        # A failure belongs to the definition that met it: a server removed (and perhaps added
+        # again) or whose command, URL or environment changed starts with none.
+        for name in (*diff.removed, *diff.connection_changed):
+            self.status.forget(name)
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
         if settings.mcp.sampling != self._sampling:

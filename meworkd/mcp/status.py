@@ -4,9 +4,10 @@ The pool publishes a session's ``connected`` and ``closed``. Whoever meets a ser
 connect or to list its tools (conversations.prepare, a turn's discovery, a call whose session
 had to be opened again) reports it here, once: a ``failed`` event with the classified kind, the
 sentence and the tail of that session's stderr (lines already redacted when they were stored),
-kept as the server's last failure until a later connection of it succeeds. A Test connection
-sets it too (:meth:`ServerStatus.tested`): its success ends the failure, its failure is the last
-one (no event: the one who tested has the outcome). In memory only.
+kept as the server's last failure until a later connection of it succeeds or its connection
+fields change (the failure was the old definition's). A Test connection sets it too
+(:meth:`ServerStatus.tested`): its success ends the failure, its failure is the last one (no
+event: the one who tested has the outcome). In memory only.
 
 A start-up cut off from outside (a turn's timeout cancels it before the session can word its
 own failure) leaves its stderr lines here (:meth:`ServerStatus.cut_off`); the timeout reported
@@ -81,10 +82,11 @@ class ServerStatus:
             "stderrTail": [str(line) for line in tail[-FAILURE_TAIL:]] if tail else [],
             "conversation": None,
             "time": wire_time(),
+            "test": True,  # met by a Test connection, not by a conversation's session
         }
 
     def last_error(self, server: str) -> dict[str, Any] | None:
-        """``{kind, error, stderrTail, conversation, time}`` of its latest failure, or None."""
+        """``{kind, error, stderrTail, conversation, time, test?}`` of its last failure, or None."""
         last = self._last.get(server)
         return None if last is None else dict(last)
 

@@ -16,6 +16,7 @@ from mcp.client import ClientRequestContext
 from mcp_types.methods import validate_server_result
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from meworkd.base import telemetry
 from meworkd.mcp.budget import (
     MAX_LISTING_BYTES,
     MAX_LISTING_ITEMS,
@@ -57,11 +58,18 @@ async def list_all(client: ClientSession, what: str) -> list[Any]:
             would otherwise let through as an internal error), or a listing over a bound
             (reason ``listing_too_large``).
     """
+    cache = client.listings if isinstance(client, DirectClientSession) else None
+    if cache is not None and (fresh := cache.get(what)) is not None:
+        return fresh  # the server said it may be reused this long (2026-07-28 ttlMs)
+    generation = cache.generation(what) if cache is not None else 0
     # Each page is bounded while it is read, too: by the budget of one message.
     budget = ReplyBudget(MESSAGE_LIMIT)
     token = REPLY_BUDGET.set(budget)
     try:
-        return await _list_pages(getattr(client, f"list_{what}"), what)
+        items, ttl_ms = await _list_pages(getattr(client, f"list_{what}"), what)
+        if cache is not None:
+            cache.keep(what, items, ttl_ms, generation)
+        return items
     except MCPError:
         if not budget.refused:
             raise
@@ -70,11 +78,13 @@ async def list_all(client: ClientSession, what: str) -> list[Any]:
         REPLY_BUDGET.reset(token)
 
 
-async def _list_pages(method: Any, what: str) -> list[Any]:
+async def _list_pages(method: Any, what: str) -> tuple[list[Any], int]:
+    """Every page's items, and how long all of them stay fresh (the least ``ttlMs``)."""
     items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
     size = 0
+    ttl_ms: int | None = None
     for _ in range(MAX_LISTING_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         try:
@@ -82,6 +92,8 @@ async def _list_pages(method: Any, what: str) -> list[Any]:
         except ValidationError as exc:
             raise invalid_listing(what, exc) from None
         items += getattr(page, what)
+        page_ttl = int(getattr(page, "ttl_ms", 0) or 0)
+        ttl_ms = page_ttl if ttl_ms is None else min(ttl_ms, page_ttl)
         size += len(page.model_dump_json(by_alias=True, exclude_none=True))
         if len(items) > MAX_LISTING_ITEMS:
             raise _too_large(what, f"more than {MAX_LISTING_ITEMS} items")
@@ -89,7 +101,7 @@ async def _list_pages(method: Any, what: str) -> list[Any]:
             raise _too_large(what, f"more than {MAX_LISTING_BYTES} bytes")
         cursor = page.next_cursor
         if cursor is None or cursor in seen:
-            return items
+            return items, ttl_ms or 0
         seen.add(cursor)
     raise _too_large(what, f"more than {MAX_LISTING_PAGES} pages")
 
@@ -224,7 +236,10 @@ async def _call_rounds(
         # send_request, not call_tool: no client-side outputSchema validation (a mismatching
         # reply is still the server's reply) and no implicit tools/list.
         params = types.CallToolRequestParams(
-            name=tool, arguments=arguments, input_responses=responses, request_state=state
+            name=tool,
+            arguments=arguments,
+            input_responses=responses,
+            request_state=state,
         )
         try:
             result = await client.send_request(
@@ -270,7 +285,7 @@ async def _direct_call(
     url_asked = False
     while True:
         try:
-            raw = await direct.call_tool(tool, arguments, progressed)
+            raw = await direct.call_tool(tool, arguments, progressed, telemetry.trace_meta())
         except MCPError as exc:
             if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
                 raise

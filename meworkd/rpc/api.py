@@ -8,6 +8,7 @@ from meworkd.rpc.connection import Connection
 from meworkd.rpc.methods import (
     approvals,
     auth,
+    calls,
     conversations,
     daemon,
     elicitations,
@@ -33,6 +34,7 @@ _GROUPS = (
     presets,
     conversations,
     turns,
+    calls,
     approvals,
     elicitations,
     sampling,

@@ -5,7 +5,7 @@ writing something invalid, and leaves keys it does not own untouched (including 
 inside an entry), so they can run inside :meth:`SettingsStore.mutate`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from meworkd.base.errors import (
@@ -15,6 +15,7 @@ from meworkd.base.errors import (
     PresetNotFound,
     ServerNotFound,
 )
+from meworkd.settings.dialects import ToolRule
 from meworkd.settings.model import McpOptions
 from meworkd.settings.parse import canonical_type, parse_mcp_options, parse_preset, parse_server
 from meworkd.settings.secrets import carries_mask, restore_masked
@@ -22,6 +23,7 @@ from meworkd.settings.secrets import carries_mask, restore_masked
 __all__ = [
     "OnConflict",
     "add_server",
+    "add_tool_rules",
     "import_servers",
     "record_server_info",
     "remove_preset",
@@ -230,6 +232,22 @@ def import_servers(
             servers[name] = entry
             report["added"].append(name)
     return report
+
+
+def add_tool_rules(doc: dict[str, Any], rules: Iterable[ToolRule]) -> list[dict[str, str]]:
+    """Add each rule's pattern to its server's list (once); the rules that changed an entry."""
+    servers = servers_of(doc)
+    added: list[dict[str, str]] = []
+    for rule in rules:
+        entry = servers.get(rule.server)
+        if not isinstance(entry, dict):
+            continue  # resolved against entries that are objects: not reached
+        current = entry.get(rule.field)
+        listed = [t for t in current if isinstance(t, str)] if isinstance(current, list) else []
+        if rule.pattern not in listed:
+            entry[rule.field] = [*listed, rule.pattern]
+            added.append(rule.as_dict())
+    return added
 
 
 def _check_name(name: str) -> None:

@@ -174,6 +174,9 @@ class McpOptions(Struct, frozen=True):
     # "auto": defer a turn's tools behind search_tools past the threshold; "on": always; "off".
     tool_search: Literal["auto", "on", "off"] = "auto"
     tool_search_threshold: ToolSearchThreshold = ToolSearchThreshold()
+    # A call still running this many seconds after it was sent returns to the model at once and
+    # goes on in the background (calls.result has its outcome later); None: never.
+    background_after_seconds: float | None = None
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -21,7 +21,7 @@ from typing import Any
 import kitchen  # the stdlib part only: options, stderr helpers, the grandchild (same folder)
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-WAITING_TOOLS = frozenset({"slow", "progress"})  # answered on threads: they take a while
+WAITING_TOOLS = frozenset({"slow", "progress", "gated"})  # answered on threads: they take a while
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
@@ -119,6 +119,8 @@ class Server:
         self.echo_args = {f"t{i}" for i in range(args.tools)}
         if args.tools_file:
             self.echo_args |= {t["name"] for t in listed}
+        if args.gate:  # a call that ends when the test says, not after a time
+            self.tools.append(tool("gated", "Answer what the gate FIFO is sent", obj()))
         self.write_lock = threading.Lock()
         self.cancelled: dict[Any, threading.Event] = {}
 
@@ -246,6 +248,8 @@ class Server:
     def call(self, mid: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         name = params.get("name")
         a = params.get("arguments") or {}
+        if trace := (params.get("_meta") or {}).get("traceparent"):
+            kitchen.err(f"kitchen: {name} traceparent {trace}")  # the trace context it came with
         if self.args.tools_file and name in self.echo_args:
             return text(json.dumps(a, sort_keys=True))
         try:
@@ -286,6 +290,9 @@ class Server:
                     return None
                 self.progress(params, i + 1, steps, a.get("message") or f"step {i + 1}/{steps}")
             return text("done")
+        if name == "gated":
+            with open(self.args.gate, encoding="utf-8") as gate:  # blocks until a writer opens it
+                return text(gate.read().strip())
         if name == "die":
             kitchen.err("kitchen: dying")
             os._exit(3)

@@ -98,6 +98,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="PATH",
         help="fake.py only: serve the tools of this JSON file ({tools: [...]}) instead, echoing",
     )
+    p.add_argument(
+        "--gate", metavar="FIFO", help="fake.py: a tool 'gated' that answers what FIFO is sent"
+    )
+    p.add_argument(
+        "--ttl-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="tools/list results say they stay fresh this long; each tools/list is logged",
+    )
     p.add_argument("--page-size", type=int, default=0, metavar="K", help="paginate list results")
     p.add_argument("--exit-at-start", type=int, default=None, metavar="CODE")
     p.add_argument("--hang-initialize", action="store_true")
@@ -251,7 +261,9 @@ async def serve(args: argparse.Namespace) -> None:
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         items, nxt = page(tools, params)
-        return types.ListToolsResult(tools=items, next_cursor=nxt)
+        if args.ttl_ms is not None:
+            err("kitchen: tools/list")  # what a test counts: how often it was asked
+        return types.ListToolsResult(tools=items, next_cursor=nxt, ttl_ms=args.ttl_ms or 0)
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams

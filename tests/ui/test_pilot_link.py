@@ -90,3 +90,22 @@ async def shows_the_failure(socket: Path, fail_meanwhile: bool) -> None:
         await until(pilot, lambda: cell(table, "fl-broken", "status") == "✘ failed: exited")
         move_to(table, "fl-broken")
         await until(pilot, lambda: "stderr: kitchen: fatal" in text(app, "#note"))
+
+
+async def test_a_fixed_command_no_longer_shows_the_old_failure(ui_daemon: UiDaemon) -> None:
+    """The failure was the old definition's: fixing the entry (here through the daemon, as the
+    detail page or an editor does) clears it in the UI without a Test connection or a turn."""
+    await add_servers(ui_daemon.socket, {"fx-typo": {"command": "mcp-server-tiem"}})
+    app = MeworkApp(str(ui_daemon.socket))
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: app.model.online and "fx-typo" in table.rows)
+        async with connect(ui_daemon.socket) as other:
+            await other.call("conversations.create", {"id": "fx-c", "mcpServers": ["fx-typo"]})
+            turn = await other.call("turns.begin", {"conversationId": "fx-c"})
+            await other.call("turns.end", {"turnId": turn["turnId"]})
+            await until(pilot, lambda: cell(table, "fx-typo", "status").startswith("✘ failed"))
+            fixed = {"command": fake()["command"], "args": fake()["args"]}
+            await other.call("servers.update", {"name": "fx-typo", "patch": fixed})
+        await until(pilot, lambda: not cell(table, "fx-typo", "status").startswith("✘"))
+        assert "fx-typo" not in app.model.failures

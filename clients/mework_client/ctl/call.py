@@ -17,6 +17,8 @@ import queue
 import select
 import sys
 import threading
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from mework_protocol.codes import METHOD_NOT_FOUND
@@ -71,20 +73,26 @@ def _asks_this_call(question: dict[str, Any], call_id: str) -> bool:
 
 
 class _QuestionThread(threading.Thread):
-    """Posts ``(kind, data)`` for this call's approvals and forms; writes ``resolved`` when one
-    is answered (here or elsewhere)."""
+    """Posts ``(kind, data)`` for this call's approvals and forms; when one is answered by a
+    person (here or elsewhere), adds its id to ``answered`` and writes ``resolved``."""
 
     def __init__(
-        self, stream: Client, call_id: str, inbox: queue.Queue[Any], resolved: int
+        self, stream: Client, call_id: str, inbox: queue.Queue[Any], wakes: tuple[int, set[str]]
     ) -> None:
         super().__init__(daemon=True)
-        self.stream, self.call_id, self.inbox, self.resolved = stream, call_id, inbox, resolved
+        self.stream, self.call_id, self.inbox = stream, call_id, inbox
+        self.resolved, self.answered = wakes
         self.ids: set[str] = set()
+        self.stopped = threading.Event()  # meworkd stopping ended one of this call's questions
 
     def _answered_elsewhere(self, topic: str, question: dict[str, Any]) -> bool:
         # By a person, not a time-out or meworkd stopping (the call's own result says those).
         mine = question.get(_ANSWERED[topic]) in self.ids
         return mine and question.get("decidedBy", "user") == "user"
+
+    def _ended_by_stopping(self, topic: str, question: dict[str, Any]) -> bool:
+        mine = question.get(_ANSWERED[topic]) in self.ids
+        return mine and question.get("decidedBy") == "shutdown"
 
     def run(self) -> None:
         try:
@@ -95,31 +103,59 @@ class _QuestionThread(threading.Thread):
                     self.ids.add(str(question.get(key)))
                     self.inbox.put((kind, question))
                 elif topic in _ANSWERED and self._answered_elsewhere(topic, question):
+                    self.answered.add(str(question.get(_ANSWERED[topic])))
                     os.write(self.resolved, b"x")  # wakes a prompt answered from elsewhere
+                elif topic in _ANSWERED and self._ended_by_stopping(topic, question):
+                    self.stopped.set()
         except (OSError, ValueError):
             pass  # the connection closed: the call's own reply says what happened
 
 
-def _read_answer(prompt: str, ctx: Ctx, wakes: tuple[int, int]) -> str | None:
-    """A line from the terminal, or ``None`` when it was answered elsewhere or the call ended
-    (``wakes``: the call's end, then an answer from elsewhere)."""
+@dataclass
+class _Wakes:
+    """What ends a prompt besides a line typed: the call's end (``ended``, a pipe), or its
+    question answered elsewhere (``resolved``, a pipe written for each such answer, with the
+    question ids in ``answered``)."""
+
+    ended: int
+    resolved: int
+    answered: set[str] = field(default_factory=set)
+
+    def answered_elsewhere(self, question_id: str, wait: float = 0.0) -> bool:
+        """Whether ``question_id`` was answered elsewhere, waiting up to ``wait`` seconds for
+        the event; the wake-ups read meanwhile are consumed (they may be another question's)."""
+        deadline = time.monotonic() + wait
+        while question_id not in self.answered:
+            left = max(deadline - time.monotonic(), 0.0)
+            ready, _, _ = select.select([self.resolved], [], [], left)
+            if not ready:
+                return False
+            os.read(self.resolved, 64)
+        return True
+
+
+def _read_answer(prompt: str, ctx: Ctx, wakes: _Wakes, question_id: str) -> str | None:
+    """A line from the terminal, or ``None`` when the question was answered elsewhere or the
+    call ended."""
     ctx.err.write(prompt)
     ctx.err.flush()
-    _ended, resolved = wakes
-    ready, _, _ = select.select([sys.stdin, *wakes], [], [])
-    if sys.stdin in ready:
-        return sys.stdin.readline()
-    ctx.err.write("\n")  # the prompt's line ends here; what ended it is said next
-    if resolved not in ready:
-        # The call's reply may come in before the event that a person answered (two
-        # connections, two threads): the daemon sent that event first, so it is a moment away.
-        ready, _, _ = select.select([resolved], [], [], ANSWER_EVENT_GRACE)
-    if resolved in ready:
-        ctx.note("(answered elsewhere)")
+    while not wakes.answered_elsewhere(question_id):
+        ready, _, _ = select.select([sys.stdin, wakes.ended, wakes.resolved], [], [])
+        if sys.stdin in ready:
+            return sys.stdin.readline()
+        if wakes.ended in ready:
+            ctx.err.write("\n")  # the prompt's line ends here; what ended it is said next
+            # The call's reply may come in before the event that a person answered (two
+            # connections, two threads): the daemon sent that event first, so it is a moment away.
+            if wakes.answered_elsewhere(question_id, ANSWER_EVENT_GRACE):
+                ctx.note("(answered elsewhere)")
+            return None
+    ctx.err.write("\n")
+    ctx.note("(answered elsewhere)")
     return None
 
 
-def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> None:
+def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: _Wakes) -> None:
     approval_id = str(approval.get("approvalId"))
     what = f"{approval.get('tool')} on server {approval.get('server')}"
     reason = f" ({approval['reason']})" if approval.get("reason") else ""
@@ -127,7 +163,7 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> 
     if not (sys.stdin.isatty() and ctx.err.isatty()):
         ctx.note(f"Answer it elsewhere: {PROG} approvals allow {approval_id}  (or deny)")
         return
-    answer = _read_answer(ALLOW_PROMPT, ctx, wakes)
+    answer = _read_answer(ALLOW_PROMPT, ctx, wakes, approval_id)
     if answer is None:
         return
     try:
@@ -141,15 +177,15 @@ def _on_approval(ctx: Ctx, approval: dict[str, Any], wakes: tuple[int, int]) -> 
         ctx.note(said)
 
 
-def _on_elicitation(ctx: Ctx, question: dict[str, Any], wakes: tuple[int, int]) -> None:
-    eid = question.get("elicitationId")
+def _on_elicitation(ctx: Ctx, question: dict[str, Any], wakes: _Wakes) -> None:
+    eid = str(question.get("elicitationId"))
     ctx.note(f"Waiting for an answer to {question.get('server')}'s question, elicitation {eid}.")
     if not (sys.stdin.isatty() and ctx.err.isatty()):
         ctx.note(f"Answer it elsewhere: {PROG} requests watch")
         return
 
     def ask(prompt: str) -> str | None:
-        line = _read_answer(prompt, ctx, wakes)
+        line = _read_answer(prompt, ctx, wakes, eid)
         return None if line is None else line.rstrip("\n")
 
     answer_elicitation(ctx, question, ctx.note, ask, ctx.style)
@@ -165,9 +201,9 @@ def _cancel(ctx: Ctx, params: dict[str, Any]) -> int:
 
 
 def _watch_questions(
-    ctx: Ctx, call_id: str, inbox: queue.Queue[Any], resolved: int
-) -> Client | None:
-    """A stream of this call's questions (``None`` if this meworkd has no events)."""
+    ctx: Ctx, call_id: str, inbox: queue.Queue[Any], wakes: tuple[int, set[str]]
+) -> _QuestionThread | None:
+    """The thread reading this call's questions (``None`` if this meworkd has no events)."""
     stream = ctx.connect(stream=True)
     try:
         # Subscribed before the call starts, so its questions cannot be missed.
@@ -177,8 +213,9 @@ def _watch_questions(
         if exc.code == METHOD_NOT_FOUND:
             return None  # the call itself still works; it just cannot say it waits
         raise
-    _QuestionThread(stream, call_id, inbox, resolved).start()
-    return stream
+    questions = _QuestionThread(stream, call_id, inbox, wakes)
+    questions.start()
+    return questions
 
 
 def run_call(cmd: Command, ctx: Ctx) -> int:
@@ -187,30 +224,44 @@ def run_call(cmd: Command, ctx: Ctx) -> int:
     inbox: queue.Queue[Any] = queue.Queue()
     caller = _CallThread(ctx, params, inbox)
     resolved_read, resolved_write = os.pipe()
-    stream = _watch_questions(ctx, params["callId"], inbox, resolved_write)
+    wakes = _Wakes(caller.wake_read, resolved_read)
+    questions = _watch_questions(ctx, params["callId"], inbox, (resolved_write, wakes.answered))
     try:
         caller.start()
         while True:
             kind, value = inbox.get()
             if kind == "approval":
-                _on_approval(ctx, value, (caller.wake_read, resolved_read))
+                _on_approval(ctx, value, wakes)
             elif kind == "elicitation":
-                _on_elicitation(ctx, value, (caller.wake_read, resolved_read))
+                _on_elicitation(ctx, value, wakes)
             elif kind == "error":
                 return _call_lost(ctx, value)
+            elif _denied_by_stopping(value, questions):
+                return _call_lost(ctx, ConnectionError("meworkd stopped"))
             else:
                 return _finish(cmd, ctx, value)
     except KeyboardInterrupt:
         return _cancel(ctx, params)
     finally:
-        if stream is not None:
-            stream.shutdown()
+        if questions is not None:
+            questions.stream.shutdown()
+
+
+def _denied_by_stopping(result: Any, questions: _QuestionThread | None) -> bool:
+    """Whether the call ended in error because meworkd stopped while its question waited (a
+    graceful stop answers it "not approved: meworkd is shutting down"; the event saying so
+    comes on the other connection, a moment away at most)."""
+    if questions is None or not questions.ids or not obj(result).get("isError"):
+        return False
+    return questions.stopped.wait(ANSWER_EVENT_GRACE)
 
 
 def _call_lost(ctx: Ctx, error: Exception) -> int:
-    """The call's connection failed: meworkd stopped (or died) while it waited, or the call was
-    refused (raised, for :func:`mework_client.ctl.main.run` to say)."""
-    if isinstance(error, ConnectionError) and not isinstance(error, DaemonNotRunning):
+    """The call's connection failed or meworkd answered that it is stopping: it stopped (or
+    died) while the call waited. Else the call was refused (raised, for
+    :func:`mework_client.ctl.main.run` to say)."""
+    lost = isinstance(error, ConnectionError) and not isinstance(error, DaemonNotRunning)
+    if lost or (isinstance(error, RpcError) and error.kind == "shutting_down"):
         ctx.fail(
             "meworkd stopped while the call waited: it did not finish "
             "(start meworkd again, then call again in a new turn)"

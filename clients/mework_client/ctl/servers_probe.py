@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_protocol.failures import failure_error
+from mework_protocol.wording import tool_problem
 
 from mework_client.ctl.command import EXIT_OK, Command, Ctx, arg, pick, show
 from mework_client.ctl.layout import (
@@ -32,11 +33,7 @@ TOOL_HEADERS = ["NAME", "BOUND AS", "DESCRIPTION"]
 
 
 def _problem_text(problem: object) -> str:
-    if not isinstance(problem, dict):
-        return str(problem)
-    where = f"{problem['tool']}: " if problem.get("tool") else ""
-    kind = f" ({problem['problem']})" if problem.get("problem") else ""
-    return f"{where}{problem.get('detail') or problem.get('message') or ''}{kind}"
+    return tool_problem(problem) if isinstance(problem, dict) else str(problem)
 
 
 def _failure_text(r: Mapping[str, Any], style: Style) -> str:

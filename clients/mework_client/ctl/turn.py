@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_protocol.failures import failure_error
+from mework_protocol.wording import byte_size, token_estimate
 
 from mework_client.ctl.command import (
     Args,
@@ -35,7 +36,15 @@ from mework_client.ctl.layout import (
 )
 from mework_client.ctl.words import in_own_words
 
-__all__ = ["COMMANDS", "format_call", "format_search", "format_turn", "format_turns"]
+__all__ = [
+    "COMMANDS",
+    "format_background",
+    "format_call",
+    "format_costs",
+    "format_search",
+    "format_turn",
+    "format_turns",
+]
 
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
 
@@ -65,11 +74,37 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         key_values([("turn", r.get("turnId"))], style),
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
+    if costs := items(r, "costs"):
+        lines.append(format_costs(costs, style))
     for failure in items(r, "failures"):
         # The failure's kind (command_not_found, ...) is for programs: --json has it.
         said = in_own_words(failure_error(failure) or "failed")
         lines.append(style.red(f"{failure.get('server')}: {said}"))
     return "\n".join(lines)
+
+
+def format_costs(costs: list[dict[str, Any]], style: Style = PLAIN) -> str:
+    """What each server's tools cost the turn (``turns.begin`` ``costs``), costliest first.
+
+    ``offered`` and ``deferred`` are read when the daemon sends them (a daemon that defers
+    nothing may send ``tools`` alone).
+    """
+    deferred = any("deferred" in c for c in costs)
+    headers = ["SERVER", "OFFERED", *(["DEFERRED"] * deferred), "DEFINITIONS", "EST. TOKENS"]
+    rows: list[list[object]] = []
+    for cost in costs:
+        offered = cost.get("offered", cost.get("tools"))
+        rows.append(
+            [
+                cost.get("server"),
+                offered,
+                *([cost.get("deferred", 0)] * deferred),
+                byte_size(cost.get("bytes")),
+                token_estimate(cost.get("tokensEstimate"), unit=False),
+            ]
+        )
+    note = style.dim("(tokens: bytes / 4, an estimate; the model's tokenizer differs)")
+    return listing("Cost per server", headers, rows, style) + "\n" + note
 
 
 def format_search(result: Any, style: Style = PLAIN) -> str:
@@ -128,6 +163,20 @@ def _cancelled(result: Any, args: Args, style: Style) -> str:
     count = obj(result).get("cancelled")
     what = plural(count, "call") if isinstance(count, int) else "calls"
     return style.green("ok") + f"  cancelled {what} of {args.turn}"
+
+
+def format_background(result: Any, style: Style = PLAIN) -> str:
+    """``calls.result``: still running, or the reply as ``call`` prints it."""
+    r = obj(result)
+    if r.get("status") != "finished":
+        return f"{r.get('callId')} is still running in the background"
+    return format_call(r.get("result"), style)
+
+
+def _background_cancelled(result: Any, args: Args, style: Style) -> str:
+    if obj(result).get("cancelled"):
+        return style.green("ok") + f"  cancelled {args.call}"
+    return f"{args.call} had finished already: nothing to cancel"
 
 
 def _call_failed(result: Any) -> str | None:
@@ -224,6 +273,24 @@ COMMANDS: tuple[Command, ...] = (
         render=show(format_search),
         details="Finds tools deferred behind tool search as well as offered ones, never a "
         "disabled tool or one of a server the conversation does not select.",
+    ),
+    Command(
+        "turn result",
+        "show the result of a call that moved to the background",
+        "meworkctl turn result ctl-1a2b3c4d5e6f",
+        method="calls.result",
+        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        params=pick(callId="call"),
+        render=show(format_background),
+    ),
+    Command(
+        "turn stop",
+        "cancel a call running in the background",
+        "meworkctl turn stop ctl-1a2b3c4d5e6f",
+        method="calls.cancel",
+        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        params=pick(callId="call"),
+        render=_background_cancelled,
     ),
     Command(
         "call",
