@@ -5,7 +5,9 @@ With ``mcp.tool_search`` ``"on"``, or ``"auto"`` once a turn's tools exceed
 ``mcp.tool_search_threshold``, the model is offered the tools of servers marked
 ``alwaysLoad``, the tools the conversation used in its last turns (while they fit the
 threshold) and ``search_tools``; every other tool stays bound and callable, found by a search.
-Pure and synchronous: :class:`meworkd.core.turns.Turns` calls it with the snapshot of now.
+Synchronous: the offer and the answers are pure functions; :class:`ToolSearch`, which
+:class:`meworkd.core.turns.Turns` holds, adds what the conversation used lately and checks
+each found tool against the settings and selection of now.
 """
 
 from collections.abc import Callable, Mapping, Sequence
