@@ -17,6 +17,7 @@ from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, 
 from mework_protocol import boundary, codes
 
 from meworkd.base.events import EventBus
+from meworkd.base.gauge import Gauge
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
 from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
@@ -64,6 +65,7 @@ class RpcServer:
         bus: EventBus,
         max_line: int = DEFAULT_MAX_LINE,
         redact_events: Callable[[object], object] = _as_is,
+        connections: Gauge | None = None,  # the daemon reads it for daemon.status
     ) -> None:
         self._dispatcher = dispatcher
         self._bus = bus
@@ -71,7 +73,7 @@ class RpcServer:
         self.max_line = max_line
         self.line_idle_timeout = LINE_IDLE_TIMEOUT
         self.stall_timeout = STALL_TIMEOUT
-        self.connections = 0
+        self._connections = connections or Gauge()
         self.state = ServerState.RUNNING
         self._accepting = anyio.CancelScope()
         self._readers: set[anyio.CancelScope] = set()
@@ -102,8 +104,15 @@ class RpcServer:
         for scope in list(self._request_scopes):
             scope.deadline = min(scope.deadline, deadline)
 
+    @property
+    def connections(self) -> int:
+        return self._connections.value
+
     async def _handle(self, stream: SocketStream) -> None:
-        self.connections += 1
+        with self._connections.held():
+            await self._serve_peer(stream)
+
+    async def _serve_peer(self, stream: SocketStream) -> None:
         try:
             async with stream:
                 uid = peer_uid(stream)
@@ -115,8 +124,6 @@ class RpcServer:
                 await self._serve_connection(stream)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
             pass  # the peer vanished; nothing to answer
-        finally:
-            self.connections -= 1
 
     async def _serve_connection(self, stream: SocketStream) -> None:
         jobs = Handoff()
