@@ -68,12 +68,22 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
     bindings = obj(r.get("bindings"))
     rows: list[list[object]] = []
     for tool in items(r, "tools"):
-        binding = obj(bindings.get(str(tool.get("name"))))
-        rows.append([tool.get("name"), binding.get("server"), binding.get("tool"), describe(tool)])
+        name = tool.get("name")
+        # search_tools is meworkd's own: no server binds it.
+        own = {"server": "meworkd", "tool": "search_tools"} if name == r.get("searchTool") else {}
+        binding = obj(bindings.get(str(name))) or own
+        rows.append([name, binding.get("server"), binding.get("tool"), describe(tool)])
     lines = [
         key_values([("turn", r.get("turnId"))], style),
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
+    if deferred := r.get("deferred"):
+        lines.append(
+            style.dim(
+                f"{plural(deferred, 'more tool')} deferred behind search_tools: "
+                f"meworkctl turn search {r.get('turnId')} 'what the tool should do'"
+            )
+        )
     if costs := items(r, "costs"):
         lines.append(format_costs(costs, style))
     for failure in items(r, "failures"):
