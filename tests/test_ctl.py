@@ -559,6 +559,28 @@ def test_turn_call_and_audit(daemon: Daemon) -> None:
     assert "no active turn" in done.stderr
 
 
+def test_turn_search(daemon: Daemon) -> None:
+    add_kitchen(daemon, "k-search")
+    ok(daemon, "servers", "add", "k-many", "--", *FAKE, "--tools", "40")
+    ok(daemon, "conv", "create", "--id", "c-search", "--server", "k-search", "--server", "k-many")
+    # Over 40 tools: the turn offers search_tools and says how many wait behind it.
+    human = ok(daemon, "turn", "begin", "c-search")
+    assert any(line.split()[1:3] == ["meworkd", "search_tools"] for line in human.splitlines())
+    assert "74 more tools deferred behind search_tools: meworkctl turn search" in human
+    turn = ok_json(daemon, "turn", "begin", "c-search")["turnId"]
+    human = ok(daemon, "turn", "search", turn, "add two numbers", "--limit", "2")
+    rows = [line.split() for line in human.splitlines()]
+    assert rows[1][:3] == ["NAME", "SERVER", "TOOL"]
+    # The best matches first: both servers' add (equal scores, in name order).
+    assert [r[1:3] for r in rows[2:]] == [["k-many", "add"], ["k-search", "add"]]
+    found = ok_json(daemon, "turn", "search", turn, "echo the text")
+    assert found["tools"][0]["tool"] == "echo"
+    assert ok(daemon, "turn", "search", turn, "zzyzx").strip() == "No tool matches 'zzyzx'."
+    done = run_ctl(daemon, "turn", "search", turn, " ")
+    assert done.returncode == 1
+    assert "needs a query" in done.stderr
+
+
 def test_approvals_watch_answers_a_request(daemon: Daemon) -> None:
     add_kitchen(daemon, "k-appr")
     ok(daemon, "conv", "create", "--id", "c-appr", "--server", "k-appr")  # request_approval

@@ -45,12 +45,26 @@ async def test_discovery_binds_selected_enabled_servers(mw: Harness) -> None:
                 "down": {"command": NOT_A_COMMAND, "description": "Never starts"},
                 "off": fake(enabled=False, description="Switched off"),
                 "unselected": fake(description="Not selected"),
-            }
+            },
+            mcp={"tool_search": "off"},  # every tool offered (tests/test_tool_search.py: on)
         )
     )
     conv = await mw.conversation(["a", "b", "down", "off"])
     turn = await mw.begin(conv)
-    assert set(turn) == {"turnId", "tools", "bindings", "systemPrompt", "failures", "costs"}
+    assert set(turn) == {
+        "turnId",
+        "tools",
+        "allTools",
+        "deferred",
+        "searchTool",
+        "bindings",
+        "systemPrompt",
+        "failures",
+        "costs",
+    }
+    assert turn["deferred"] == 0
+    assert turn["searchTool"] is None
+    assert turn["allTools"] == [{**t, "deferLoading": False} for t in turn["tools"]]
 
     # What each server costs the turn: its tools and the bytes of their definitions as sent.
     by_server = {c["server"]: c for c in turn["costs"]}
@@ -58,8 +72,8 @@ async def test_discovery_binds_selected_enabled_servers(mw: Harness) -> None:
     assert turn["costs"][0]["server"] == "a"  # the costliest first
     for server, cost in by_server.items():
         sent = [t for t in turn["tools"] if turn["bindings"][t["name"]]["server"] == server]
-        assert cost["tools"] == len(sent)
-        assert cost["deferred"] == 0
+        assert cost["tools"] == cost["offered"] == len(sent)
+        assert cost["deferred"] == cost["deferredBytes"] == 0
         assert cost["bytes"] == sum(len(json.dumps(t, separators=(",", ":"))) for t in sent)
         assert cost["tokensEstimate"] == cost["bytes"] // 4
 

@@ -41,6 +41,7 @@ __all__ = [
     "RespondParams",
     "SamplingRespondParams",
     "SearchParams",
+    "SearchToolsParams",
     "SubscribeParams",
     "ToolAutoApproveParams",
     "ToolEnabledParams",
@@ -155,6 +156,8 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     # Whether stdio entries added from now on start sandboxed.
     sandbox_default: bool | None = None
     registries: list[str] | None = None  # registry base URLs, searched in order
+    tool_search: Literal["auto", "on", "off"] | None = None
+    tool_search_threshold: dict[str, int] | None = None  # {tools?, bytes?}, each > 0
 
 
 class PresetParams(_Params):
@@ -220,6 +223,12 @@ class CallToolParams(_Params):
     name: str
     arguments: dict[str, Any] = {}
     call_id: str | None = None
+
+
+class SearchToolsParams(_Params):
+    turn_id: str
+    query: str
+    limit: int | None = None
 
 
 class CancelParams(_Params):

@@ -298,6 +298,25 @@ class AuditLog:
         rows = self._db.execute(query, (*args, max(1, min(limit, 10_000)))).fetchall()
         return [audit_view(r["id"], r["time"], _entry(r)) for r in reversed(rows)]
 
+    def recent_tools(self, conversation_id: str, turns: int) -> list[tuple[str, str]]:
+        """The (server, tool) pairs the conversation called in its last ``turns`` turns with
+        calls, most recent first: allowed or still running (a denied call used nothing)."""
+        self.flush_audit()
+        rows = self._db.execute(
+            "SELECT turn_id, server, tool FROM audit WHERE conversation_id = ? AND tool != '' "
+            "AND decision IN ('allow', ?) ORDER BY id DESC LIMIT 1000",
+            (conversation_id, REQUESTED),
+        ).fetchall()
+        seen: set[str] = set()
+        pairs: dict[tuple[str, str], None] = {}
+        for turn_id, server, tool in rows:
+            if turn_id not in seen:
+                if len(seen) == turns:
+                    break
+                seen.add(turn_id)
+            pairs.setdefault((server, tool), None)
+        return list(pairs)
+
 
 def _entry(row: sqlite3.Row) -> AuditEntry:
     return AuditEntry(

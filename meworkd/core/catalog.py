@@ -314,9 +314,13 @@ def _model_tools(
 
 
 def system_prompt(
-    selected: tuple[str, ...], settings: Settings, failures: list[dict[str, str]]
+    selected: tuple[str, ...],
+    settings: Settings,
+    failures: list[dict[str, str]],
+    search_tool: str | None = None,
 ) -> str:
-    """The paragraph naming a conversation's servers (and which are unavailable this turn)."""
+    """The paragraph naming a conversation's servers (and which are unavailable this turn);
+    with ``search_tool``, a sentence saying that more tools are found with it."""
     failed = {f["server"] for f in failures}
     lines = []
     for name in selected:
@@ -331,26 +335,56 @@ def system_prompt(
         lines.append(text)
     if not lines:
         return ""
+    more = (
+        f" Not every tool of these servers is listed: call {search_tool} with a few words "
+        "saying what you want to do to find more, then call them by the names it returns."
+        if search_tool
+        else ""
+    )
     return (
         "## MCP servers\n"
         "These MCP servers are connected to this conversation. Their tools are offered "
         "with names that start with mcp__<server>; calls that have side effects may ask "
-        "the user for approval first.\n" + "\n".join(lines)
+        f"the user for approval first.{more}\n" + "\n".join(lines)
     )
 
 
-def costs(tools: Sequence[dict[str, Any]], bindings: dict[str, Binding]) -> list[dict[str, Any]]:
-    """What each server's tools cost a turn: how many the model is offered, how many are
-    deferred (none while every tool is offered), and the bytes of their definitions as sent,
-    with ``tokensEstimate`` (bytes / 4, an estimate: tokenizers differ)."""
+def costs(
+    tools: Sequence[dict[str, Any]],
+    bindings: dict[str, Binding],
+    deferred: frozenset[str] = frozenset(),
+    sizes: Sequence[int] | None = None,
+) -> list[dict[str, Any]]:
+    """What each server's tools cost a turn: how many it has bound (``tools``), how many the
+    model is offered and how many are deferred behind tool search, the bytes of the offered
+    definitions as sent (``bytes``) and of the deferred ones (``deferredBytes``), with
+    ``tokensEstimate`` (offered bytes / 4, an estimate: tokenizers differ). ``sizes``: each
+    tool's encoded size, when the caller has them already."""
+    if sizes is None:
+        sizes = [len(msgspec.json.encode(tool)) for tool in tools]
     per_server: dict[str, dict[str, Any]] = {}
-    for tool in tools:
+    for tool, size in zip(tools, sizes, strict=True):
         server = bindings[tool["name"]].server
         entry = per_server.setdefault(
-            server, {"server": server, "tools": 0, "deferred": 0, "bytes": 0}
+            server,
+            {
+                "server": server,
+                "tools": 0,
+                "offered": 0,
+                "deferred": 0,
+                "bytes": 0,
+                "deferredBytes": 0,
+            },
         )
         entry["tools"] += 1
-        entry["bytes"] += len(msgspec.json.encode(tool))
+        if tool["name"] in deferred:
+            entry["deferred"] += 1
+            entry["deferredBytes"] += size
+        else:
+            entry["offered"] += 1
+            entry["bytes"] += size
     for entry in per_server.values():
         entry["tokensEstimate"] = entry["bytes"] // 4
-    return sorted(per_server.values(), key=lambda e: (-e["bytes"], e["server"]))
+    return sorted(
+        per_server.values(), key=lambda e: (-e["bytes"], -e["deferredBytes"], e["server"])
+    )

@@ -126,6 +126,7 @@ class Servers:
             "disabledTools": list(config.disabled_tools),
             "alwaysAllowTools": list(config.always_allow_tools),
             "disabledAutoApproveTools": list(config.disabled_auto_approve_tools),
+            "alwaysLoad": config.always_load,
             "serverInfo": msgspec.to_builtins(config.server_info) if config.server_info else None,
             "cost": self._cost(name, config),
         }

@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import msgspec
 
 from meworkd.base import telemetry
@@ -29,19 +28,19 @@ from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
     Binding,
     bind,
-    costs,
     rebind,
     select,
-    server_failure,
     system_prompt,
     unbound,
 )
 from meworkd.core.definitions import Definitions
+from meworkd.core.discovery import discover
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
-from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
+from meworkd.core.toolsearch import Offer, ToolSearch, offer_fields
+from meworkd.mcp import CallClock, SessionPool, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
 
@@ -56,7 +55,7 @@ class Turn:
     id: str
     conversation_id: str
     bindings: dict[str, Binding]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    offer: Offer  # every tool, which ones the model is offered (tool search), their index
     parent_id: str | None = None
     calls: dict[str, CallClock] = field(default_factory=dict)
     began: str = field(default_factory=wire_time)  # turns.list
@@ -87,6 +86,7 @@ class Turns:
         self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
+        self._search = ToolSearch(store, db)
 
     # --- begin ---------------------------------------------------------------------------
 
@@ -107,13 +107,18 @@ class Turns:
             parent = self._get(parent_turn_id)
             if parent.conversation_id != conversation_id:
                 raise TurnNotFound(parent_turn_id)
-            bindings, tools = dict(parent.bindings), list(parent.tools)
+            bindings, chosen = dict(parent.bindings), parent.offer
         else:
-            listings = await self._discover(conversation_id, selected, settings, failures)
+            listings = await discover(
+                self._pool, self._inventory, conversation_id, selected, settings, failures
+            )
             catalog = bind(selected, listings, settings, lambda s: str(self._redact(s)))
-            bindings, tools = catalog.bindings, catalog.tools
+            bindings, chosen = (
+                catalog.bindings,
+                self._search.plan(conversation_id, catalog, settings),
+            )
             failures += catalog.problems
-        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, tools, parent_turn_id)
+        turn = Turn(uuid.uuid4().hex, conversation_id, bindings, chosen, parent_turn_id)
         self._remember(turn)
         for failure in failures:
             log.warning(
@@ -126,43 +131,17 @@ class Turns:
         # Failure reasons and tool descriptions come from servers and may quote a secret.
         reply = {
             "turnId": turn.id,
-            "tools": tools,
+            **offer_fields(chosen),
             "bindings": {
                 name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
                 for name, b in bindings.items()
             },
-            "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
+            "systemPrompt": system_prompt(
+                conversation.mcp_servers, settings, failures, chosen.search_tool
+            ),
             "failures": failures,
-            "costs": costs(tools, bindings),
         }
         return self._redact(reply)  # type: ignore[return-value]
-
-    async def _discover(
-        self,
-        conversation_id: str,
-        servers: list[str],
-        settings: Settings,
-        failures: list[dict[str, str]],
-    ) -> dict[str, list[ToolInfo]]:
-        listings: dict[str, list[ToolInfo]] = {}
-
-        async def discover(server: str) -> None:
-            config = settings.servers[server]
-            try:
-                listings[server] = await self._pool.using(
-                    conversation_id, server, config, list_tools, within=config.timeout
-                )
-                self._inventory.record_tools(server, listings[server])
-            except MeworkError as exc:
-                kind = str(exc.data.get("reason", exc.kind))
-                failures.append(server_failure(server, kind, exc.message))
-                # Published once, here: frontends show the failure (server.status failed).
-                self._pool.status.failed(server, conversation_id, exc)
-
-        async with anyio.create_task_group() as tg:
-            for server in servers:
-                tg.start_soon(discover, server)
-        return listings
 
     # --- calls ---------------------------------------------------------------------------
 
@@ -188,6 +167,8 @@ class Turns:
         traced: telemetry.Traced,
     ) -> msgspec.Raw:
         turn = self._get(turn_id)
+        if name == turn.offer.search_tool:  # meworkd's own, read-only: no approval, no audit
+            return self._wire(self._search.for_model(turn.offer, turn.conversation_id, arguments))
         call_id = call_id or new_call_id()
         if call_id in turn.calls:
             # Refused, not run: the second call would take over the first one's cancel scope.
@@ -326,6 +307,12 @@ class Turns:
         if gone is None:
             return binding, settings
         return Decision(False, DecidedBy.POLICY, gone)
+
+    def search_tools(self, turn_id: str, query: str, limit: int | None) -> dict[str, Any]:
+        """What search_tools finds in the turn, each with its binding (turns.searchTools)."""
+        turn = self._get(turn_id)
+        found = self._search.for_frontend(turn.offer, turn.conversation_id, query, limit)
+        return self._redact(found)  # type: ignore[return-value]
 
     def _wire(self, result: dict[str, Any], encoded: bytes | None = None) -> msgspec.Raw:
         return to_wire(self._redact, result, encoded)

@@ -28,6 +28,7 @@ from meworkd.settings.model import (
     ServerConfig,
     ServerInfo,
     Settings,
+    ToolSearchThreshold,
 )
 from meworkd.settings.parse import (
     KeyedObject,
@@ -70,6 +71,7 @@ __all__ = [
     "Settings",
     "SettingsDiff",
     "ToolMatcher",
+    "ToolSearchThreshold",
     "UnsetVariable",
     "canonical_type",
     "check_depth",

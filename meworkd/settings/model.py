@@ -26,6 +26,7 @@ __all__ = [
     "OAUTH_GRANTS",
     "OFFICIAL_REGISTRY",
     "TOKEN_AUTH_METHODS",
+    "TOOL_SEARCH_MODES",
     "InstalledFrom",
     "Limits",
     "McpOptions",
@@ -36,6 +37,7 @@ __all__ = [
     "ServerConfig",
     "ServerInfo",
     "Settings",
+    "ToolSearchThreshold",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 60
@@ -61,6 +63,7 @@ MACHINE_GRANTS = ("client_credentials", "jwt_bearer", "identity_assertion")
 OAUTH_GRANTS = ("authorization_code", *MACHINE_GRANTS)
 # How a pre-registered client authenticates at the token endpoint (RFC 7591 names).
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+TOOL_SEARCH_MODES = ("auto", "on", "off")
 DEFAULT_MAX_LIVE_SESSIONS = 64  # bench/README.md "Fifty conversations": ~40 MB per Node server
 # The official MCP registry (read API v0.1); mcp.registries may name subregistries instead.
 OFFICIAL_REGISTRY = "https://registry.modelcontextprotocol.io"
@@ -184,6 +187,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     # stdio: run the server in a bubblewrap sandbox (meworkd.mcp.sandbox).
     sandbox: Sandbox | None = None
     installed_from: InstalledFrom | None = None
+    # Its tools are offered at every turn, never deferred behind tool search.
+    always_load: bool = False
 
     @property
     def sandboxed(self) -> bool:
@@ -218,6 +223,14 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
         )
 
 
+class ToolSearchThreshold(Struct, frozen=True, forbid_unknown_fields=True):
+    """``mcp.tool_search_threshold``: in ``auto`` mode, tools are deferred behind search once a
+    turn has more than ``tools`` tools or more than ``bytes`` bytes of their definitions."""
+
+    tools: int = 40
+    bytes: int = 32768
+
+
 class McpOptions(Struct, frozen=True):
     """The ``mcp`` section (snake_case keys, as docs/api.md writes them)."""
 
@@ -229,6 +242,9 @@ class McpOptions(Struct, frozen=True):
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # "auto": defer a turn's tools behind search_tools past the threshold; "on": always; "off".
+    tool_search: Literal["auto", "on", "off"] = "auto"
+    tool_search_threshold: ToolSearchThreshold = ToolSearchThreshold()
     # A call still running this many seconds after it was sent returns to the model at once and
     # goes on in the background (calls.result has its outcome later); None: never.
     background_after_seconds: float | None = None

@@ -18,6 +18,7 @@ from meworkd.settings.limitscheck import limits_problems, sandbox_problems
 from meworkd.settings.model import (
     LIMIT_RANGES,
     LOG_LEVELS,
+    TOOL_SEARCH_MODES,
     McpOptions,
     Preset,
     ServerConfig,
@@ -270,6 +271,8 @@ def parse_mcp_options(raw: object) -> McpOptions:
         return McpOptions()
     if not isinstance(raw, dict):
         raise InvalidSettings("mcp: expected an object")
+    if raw.get("tool_search", "auto") not in TOOL_SEARCH_MODES:
+        raise InvalidSettings('mcp.tool_search: expected "auto", "on" or "off"')
     try:
         options = msgspec.convert(raw, McpOptions, strict=False)
     except msgspec.ValidationError as exc:
@@ -278,6 +281,10 @@ def parse_mcp_options(raw: object) -> McpOptions:
     for key in (*positive, "question_timeout_seconds", "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
+    threshold = options.tool_search_threshold
+    for key in ("tools", "bytes"):
+        if getattr(threshold, key) <= 0:
+            raise InvalidSettings(f"mcp.tool_search_threshold.{key}: expected an integer > 0")
     after = options.background_after_seconds
     if after is not None and not 0 < after <= MAX_BACKGROUND_AFTER:
         raise InvalidSettings(

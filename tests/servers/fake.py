@@ -102,13 +102,23 @@ def text(s: str, **extra: Any) -> dict[str, Any]:
     return {"content": [{"text": s, "type": "text"}], "isError": False, **extra}
 
 
+def _tools_file(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        document = json.load(f)
+    return [{k: v for k, v in t.items() if v is not None} for t in document["tools"]]
+
+
 class Server:
     def __init__(self, args: Any) -> None:
         self.args = args
-        self.tools = list(TOOLS) + [
+        # --tools-file: the file's tools (real servers' definitions) instead of the kitchen's.
+        listed = _tools_file(args.tools_file) if args.tools_file else list(TOOLS)
+        self.tools = listed + [
             tool(f"t{i}", f"trivial tool {i}", {"type": "object"}) for i in range(args.tools)
         ]
         self.echo_args = {f"t{i}" for i in range(args.tools)}
+        if args.tools_file:
+            self.echo_args |= {t["name"] for t in listed}
         if args.gate:  # a call that ends when the test says, not after a time
             self.tools.append(tool("gated", "Answer what the gate FIFO is sent", obj()))
         self.write_lock = threading.Lock()
@@ -240,6 +250,8 @@ class Server:
         a = params.get("arguments") or {}
         if trace := (params.get("_meta") or {}).get("traceparent"):
             kitchen.err(f"kitchen: {name} traceparent {trace}")  # the trace context it came with
+        if self.args.tools_file and name in self.echo_args:
+            return text(json.dumps(a, sort_keys=True))
         try:
             return self.tool(mid, name, a, params)
         except (KeyError, TypeError, ValueError) as exc:

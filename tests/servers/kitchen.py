@@ -94,6 +94,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--version", default="1.0.0", help="serverInfo version")
     p.add_argument("--tools", type=int, default=0, metavar="N", help="add trivial tools t0..tN-1")
     p.add_argument(
+        "--tools-file",
+        metavar="PATH",
+        help="fake.py only: serve the tools of this JSON file ({tools: [...]}) instead, echoing",
+    )
+    p.add_argument(
         "--gate", metavar="FIFO", help="fake.py: a tool 'gated' that answers what FIFO is sent"
     )
     p.add_argument(

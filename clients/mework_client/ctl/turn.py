@@ -41,6 +41,7 @@ __all__ = [
     "format_background",
     "format_call",
     "format_costs",
+    "format_search",
     "format_turn",
     "format_turns",
 ]
@@ -67,12 +68,22 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
     bindings = obj(r.get("bindings"))
     rows: list[list[object]] = []
     for tool in items(r, "tools"):
-        binding = obj(bindings.get(str(tool.get("name"))))
-        rows.append([tool.get("name"), binding.get("server"), binding.get("tool"), describe(tool)])
+        name = tool.get("name")
+        # search_tools is meworkd's own: no server binds it.
+        own = {"server": "meworkd", "tool": "search_tools"} if name == r.get("searchTool") else {}
+        binding = obj(bindings.get(str(name))) or own
+        rows.append([name, binding.get("server"), binding.get("tool"), describe(tool)])
     lines = [
         key_values([("turn", r.get("turnId"))], style),
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
+    if deferred := r.get("deferred"):
+        lines.append(
+            style.dim(
+                f"{plural(deferred, 'more tool')} deferred behind search_tools: "
+                f"meworkctl turn search {r.get('turnId')} 'what the tool should do'"
+            )
+        )
     if costs := items(r, "costs"):
         lines.append(format_costs(costs, style))
     for failure in items(r, "failures"):
@@ -104,6 +115,15 @@ def format_costs(costs: list[dict[str, Any]], style: Style = PLAIN) -> str:
         )
     note = style.dim("(tokens: bytes / 4, an estimate; the model's tokenizer differs)")
     return listing("Cost per server", headers, rows, style) + "\n" + note
+
+
+def format_search(result: Any, style: Style = PLAIN) -> str:
+    """``turns.searchTools``: the best matching tools, best first, with their bindings."""
+    r = obj(result)
+    rows = [[t.get("name"), t.get("server"), t.get("tool"), describe(t)] for t in items(r, "tools")]
+    if not rows:
+        return f"No tool matches {r.get('query')!r}."
+    return listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style)
 
 
 def _decoded_size(data: object) -> int:
@@ -248,6 +268,21 @@ COMMANDS: tuple[Command, ...] = (
         ),
         params=pick(turnId="turn", callId="call_id"),
         render=_cancelled,
+    ),
+    Command(
+        "turn search",
+        "search a turn's tools, as the model's search_tools does",
+        "meworkctl turn search t-123 'open a github issue'",
+        method="turns.searchTools",
+        args=(
+            TURN,
+            arg("query", metavar="QUERY", help="what the tool should do, in a few words"),
+            arg("--limit", type=int, metavar="N", help="at most N tools (1-20, default 5)"),
+        ),
+        params=pick(turnId="turn", query="query", limit="limit"),
+        render=show(format_search),
+        details="Finds tools deferred behind tool search as well as offered ones, never a "
+        "disabled tool or one of a server the conversation does not select.",
     ),
     Command(
         "turn result",

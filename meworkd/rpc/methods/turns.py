@@ -8,6 +8,7 @@ from mework_protocol.params import (
     CallToolParams,
     CancelParams,
     ListTurnsParams,
+    SearchToolsParams,
     TurnParams,
 )
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -39,6 +40,11 @@ async def call_tool(s: Services, conn: Connection, p: CallToolParams) -> msgspec
             return await turns.call_tool(p.turn_id, p.name, p.arguments, call_id)
     finally:
         reset_contextvars(**tokens)
+
+
+@group.add("turns.searchTools", SearchToolsParams)
+async def search_tools(s: Services, _conn: Connection, p: SearchToolsParams) -> dict[str, Any]:
+    return s.turns.search_tools(p.turn_id, p.query, p.limit)
 
 
 @group.add("turns.cancel", CancelParams)
