@@ -30,6 +30,7 @@ from meworkd.base.events import EventBus
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.health import settings_state
@@ -133,6 +134,14 @@ class Daemon:
                 self.redactor.redact_value,
             ),
             turns=self.turns,
+            apps=Apps(
+                self.store,
+                self.pool,
+                self.state_db,
+                self.bus,
+                self.turns,
+                self.redactor.redact_value,
+            ),
             approvals=self.approvals,
             asks=self.asks,
         )

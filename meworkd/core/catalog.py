@@ -20,6 +20,7 @@ import msgspec
 from mework_protocol.failures import failure
 
 from meworkd.core.approvals.policy import requires_user_interaction
+from meworkd.core.viewref import ViewRef, view_ref
 from meworkd.mcp import ToolInfo
 from meworkd.settings import ServerConfig, Settings
 
@@ -187,6 +188,7 @@ class Binding:
     requires_user: bool
     # The server's connection_key() when its tools were listed: a redefinition changes it.
     definition: tuple[object, ...] = ()
+    view: ViewRef | None = None  # its MCP Apps view reference (``_meta.ui``), with mcp.apps
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,8 @@ def bind(
                 # Never offered; Test connection and servers.tools show it as needing tasks
                 # (not a turn failure: the server works, and the model need not hear of it).
                 continue
+            if settings.mcp.apps and not _for_model(tool):
+                continue  # an MCP Apps tool only its view may call: never offered to the model
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
     bound, collisions = bind_names(pairs, redact)
@@ -227,7 +231,10 @@ def bind(
     for name, (server, tool_name_) in bound.items():
         tool = by_pair[(server, tool_name_)]
         meta = requires_user_interaction(tool.meta)
-        bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
+        view = view_ref(tool.meta) if settings.mcp.apps else None
+        bindings[name] = Binding(
+            server, tool_name_, tool.annotations, meta, definitions[server], view
+        )
     problems = [
         server_failure(
             c.server,
@@ -238,6 +245,11 @@ def bind(
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def _for_model(tool: ToolInfo) -> bool:
+    ref = view_ref(tool.meta)
+    return ref is None or ref.for_model
 
 
 def needs_tasks_reason(tool: str) -> str:
@@ -279,6 +291,7 @@ def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> B
                 tool.annotations,
                 requires_user_interaction(tool.meta),
                 config.connection_key(),
+                view_ref(tool.meta) if binding.view is not None else None,
             )
     return (
         f"server_redefined: the MCP server {binding.server} was redefined and no longer "

@@ -40,6 +40,7 @@ from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
+from meworkd.core.viewcalls import ViewCalls
 from meworkd.mcp import CallClock, SessionPool, ToolInfo, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -73,6 +74,7 @@ class Turns:
         asks: ServerAsks,
         *,
         inventory: Inventory | None = None,
+        views: ViewCalls | None = None,
     ) -> None:
         self._store = store
         self._pool = pool
@@ -82,6 +84,7 @@ class Turns:
         self._redact = redact
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
+        self.views = views or ViewCalls()  # the calls of tools with an MCP Apps view
         self._runner = CallRunner(pool, bus, asks)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
@@ -127,6 +130,7 @@ class Turns:
             "tools": tools,
             "bindings": {
                 name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
+                | ({"ui": b.view.wire()} if b.view else {})
                 for name, b in bindings.items()
             },
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
@@ -251,7 +255,23 @@ class Turns:
         result, encoded, size = refuse_oversized(result, limit)
         is_error = bool(result.get("isError"))
         record.finish("allow", decision.decided_by, decision.reason, size, is_error=is_error)
+        if binding.view is not None and binding.view.resource_uri:  # (kept for apps.view)
+            self.views.keep(record.call, binding.view, arguments, result)
         return self._wire(result, encoded)
+
+    async def call_for_view(
+        self, conversation_id: str, turn_id: str, name: str, binding: Binding, arguments: Any
+    ) -> msgspec.Raw:
+        """A view's call (MCP Apps): the model's path and rules, audited with origin "app"."""
+        server, tool, digest = binding.server, binding.tool, arguments_digest(arguments)
+        call = ToolCall(conversation_id, turn_id, new_call_id(), server, tool, name, digest, "app")
+        turn = Turn(turn_id, conversation_id, {})  # its own: the view outlives its turn
+        with telemetry.span("tools/call", client=True) as traced:
+            record = CallRecord(self._db, self._bus, call, traced)
+            try:
+                return await self._call(turn, binding, arguments, record)
+            finally:
+                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
     async def _run(
         self,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.servers import Servers
@@ -34,3 +35,4 @@ class Services:
     turns: Turns  # turns.*
     approvals: Approvals  # approvals.*
     asks: ServerAsks  # elicitations.*, sampling.*
+    apps: Apps  # apps.* (MCP Apps views)

@@ -157,6 +157,7 @@ class McpOptions(Struct, frozen=True):
     # How long a server's question (elicitation, sampling) waits for a person.
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
+    apps: bool = True  # advertise MCP Apps (io.modelcontextprotocol/ui): servers may ship views
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
 
 
