@@ -67,7 +67,3 @@ class ViewCalls:
         if found is None:
             raise ViewCallNotFound(call_id)
         return found
-
-    def forget_conversation(self, conversation_id: str) -> None:
-        for key in [k for k, v in self._calls.items() if v.call.conversation_id == conversation_id]:
-            del self._calls[key]
