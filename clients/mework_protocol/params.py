@@ -15,6 +15,7 @@ __all__ = [
     "AddServerParams",
     "AuditParams",
     "BeginParams",
+    "CallParams",
     "CallToolParams",
     "CancelParams",
     "CompleteParams",
@@ -223,6 +224,12 @@ class CancelParams(_Params):
 
 class TurnParams(_Params):
     turn_id: str
+
+
+class CallParams(_Params):
+    """calls.result, calls.cancel: a call that moved to the background."""
+
+    call_id: str
 
 
 class ListTurnsParams(_Params):

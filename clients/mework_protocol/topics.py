@@ -14,8 +14,9 @@ __all__ = [
 APPROVAL_TOPICS = ("approval.requested", "approval.resolved")
 ELICITATION_TOPICS = ("elicitation.requested", "elicitation.resolved", "elicitation.completed")
 SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
-# A tool call put on record, and its outcome (the audit entry): what a tool card follows.
-CALL_TOPICS = ("call.started", "call.finished")
+# A tool call put on record, its move to the background, and its outcome (the audit entry):
+# what a tool card follows.
+CALL_TOPICS = ("call.started", "call.backgrounded", "call.finished")
 # What a tool's MCP Apps view says for the chat (its frontend relays it): a message for the
 # conversation, the model context it wants, a link it asks to open (meworkd opens none).
 APP_TOPICS = ("app.message", "app.context", "app.openLink")

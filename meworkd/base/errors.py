@@ -12,6 +12,7 @@ from mework_protocol import codes
 __all__ = [
     "ApprovalNotFound",
     "AuditUnavailable",
+    "CallNotFound",
     "ConflictError",
     "ConversationNotFound",
     "DuplicateCallId",
@@ -79,6 +80,17 @@ class TurnNotFound(NotFound):
 
     def __init__(self, turn_id: str) -> None:
         super().__init__(f"no active turn {turn_id!r} (it ended or never began)", turnId=turn_id)
+
+
+class CallNotFound(NotFound):
+    kind = "call_not_found"
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(
+            f"no background call {call_id!r} (it never moved to the background, or its result "
+            "was dropped with its conversation)",
+            callId=call_id,
+        )
 
 
 class ApprovalNotFound(NotFound):

@@ -18,14 +18,17 @@ from typing import Any, ClassVar
 import msgspec
 from mework_protocol import codes
 
+from meworkd.base import telemetry
 from meworkd.base.errors import MeworkError
 from meworkd.base.events import EventBus
 from meworkd.base.log import get_logger
-from meworkd.core.approvals.policy import requires_user_interaction
+from meworkd.core.approvals.policy import DecidedBy, requires_user_interaction
+from meworkd.core.callrecord import CallRecord
 from meworkd.core.catalog import Binding, tool_name
-from meworkd.core.replies import Redact
+from meworkd.core.replies import Redact, arguments_digest
 from meworkd.core.state import StateDB
-from meworkd.core.turns import Turns
+from meworkd.core.toolcall import ToolCall, new_call_id
+from meworkd.core.turns import Turn, Turns
 from meworkd.core.viewcalls import ViewCall
 from meworkd.core.viewcheck import check_link, check_view, check_view_uri, content_blocks
 from meworkd.core.viewref import view_ref
@@ -181,9 +184,23 @@ class Apps:
                 config.connection_key(),
                 ref,
             )
-            return await self._turns.call_for_view(
-                call.conversation_id, call.turn_id, tool_name(server, name), binding, arguments
-            )
+            return await self._call(call, binding, arguments)
+
+    async def _call(self, view: ToolCall, binding: Binding, arguments: Any) -> msgspec.Raw:
+        """The model's path and rules for a view's call, audited with origin "app", in a turn of
+        its own (the view outlives its turn; the call is the view's turn's on record)."""
+        server, tool = binding.server, binding.tool
+        name, digest = tool_name(server, tool), arguments_digest(arguments)
+        call = ToolCall(
+            view.conversation_id, view.turn_id, new_call_id(), server, tool, name, digest, "app"
+        )
+        turn = Turn(view.turn_id, view.conversation_id, {})
+        with telemetry.span("tools/call", client=True) as traced:
+            record = CallRecord(self._db, self._bus, call, traced)
+            try:
+                return await self._turns.call_recorded(turn, binding, arguments, record)
+            finally:
+                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
     async def read_resource(self, call_id: str, turn_id: str | None, uri: str) -> dict[str, Any]:
         """A view's ``resources/read`` on its own server's session: ``{contents}``."""

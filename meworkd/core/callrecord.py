@@ -9,6 +9,7 @@ or the reply, only the arguments' digest.
 """
 
 import time
+from collections.abc import Callable
 
 from meworkd.base import telemetry
 from meworkd.base.clock import wire_time
@@ -44,6 +45,8 @@ class CallRecord:
         self.time = wire_time()
         self.id = db.record_request(*call[:7], origin=call.origin, at=self.time)
         self.allowed: Decision | None = None
+        self.on_allowed: Callable[[], None] | None = None  # told when it is allowed to run
+        self.moved = False  # it went on in the background after its caller had its reply
         self.finished = False
         self._traced = traced
         traced.rename(f"tools/call {call.tool or call.name}")
@@ -66,6 +69,12 @@ class CallRecord:
                 "time": self.time,
             },
         )
+
+    def allow(self, decision: Decision) -> None:
+        """The call may run: ``decision`` let it."""
+        self.allowed = decision
+        if self.on_allowed is not None:
+            self.on_allowed()
 
     def finish(
         self,

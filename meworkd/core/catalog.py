@@ -46,6 +46,7 @@ __all__ = [
     "unbound",
     "was_shortened",
     "was_truncated",
+    "wire_bindings",
 ]
 
 SERVER_SLUG_LENGTH = 16
@@ -250,6 +251,16 @@ def bind(
 def _for_model(tool: ToolInfo) -> bool:
     ref = view_ref(tool.meta)
     return ref is None or ref.for_model
+
+
+def wire_bindings(bindings: dict[str, Binding]) -> dict[str, dict[str, Any]]:
+    """A turn's bindings as frontends get them (turns.begin): what each name stands for, and
+    the tool's MCP Apps view reference (``ui``) where it has one."""
+    return {
+        name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
+        | ({"ui": b.view.wire()} if b.view else {})
+        for name, b in bindings.items()
+    }
 
 
 def needs_tasks_reason(tool: str) -> str:

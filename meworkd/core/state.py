@@ -5,7 +5,8 @@ unblocked, and the schema is versioned with ``user_version``. A :class:`StateDB`
 the daemon and opened when it runs; closed (before it opens, after it closes) its queries raise
 ``ShuttingDown``. Conversations are cached in memory
 (this process is the database's only writer). The audit log's methods are
-:class:`meworkd.core.audit.AuditLog`'s.
+:class:`meworkd.core.audit.AuditLog`'s, the background results'
+:class:`meworkd.core.callresults.CallResultLog`'s.
 """
 
 import json
@@ -23,6 +24,7 @@ from meworkd.base.clock import wire_time
 from meworkd.base.errors import ConflictError, ConversationNotFound, NotFound, ShuttingDown
 from meworkd.base.log import get_logger
 from meworkd.core.audit import AuditEntry, AuditLog
+from meworkd.core.callresults import CALL_RESULTS_SCHEMA, CallResultLog
 from meworkd.core.dbfile import DatabaseDamaged, open_database
 
 __all__ = ["AuditEntry", "Conversation", "StateDB"]
@@ -67,6 +69,7 @@ def _prepare(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(_SCHEMA)
+    db.executescript(CALL_RESULTS_SCHEMA)
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
     if "roots" not in columns:  # a database from before conversations had roots
         db.execute("ALTER TABLE conversations ADD COLUMN roots TEXT NOT NULL DEFAULT '[]'")
@@ -117,7 +120,7 @@ class _Closed:
 _CLOSED = cast(sqlite3.Connection, _Closed())
 
 
-class StateDB(AuditLog):
+class StateDB(AuditLog, CallResultLog):
     def __init__(self, path: Path) -> None:
         self.path = path
         # Not a flag checked per query: the call path reads no more than it did (bench B1).
@@ -235,6 +238,7 @@ class StateDB(AuditLog):
         self._conversations.pop(conversation_id, None)
         if cursor.rowcount == 0:
             raise ConversationNotFound(conversation_id)
+        self.forget_results(conversation_id)
 
     def conversation_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM conversations").fetchone()[0])

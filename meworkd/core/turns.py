@@ -23,6 +23,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.gate import Approvals, Decision
 from meworkd.core.approvals.policy import DecidedBy
 from meworkd.core.asks import ServerAsks
+from meworkd.core.background import Background
 from meworkd.core.callrecord import CallRecord
 from meworkd.core.callrun import CallRunner
 from meworkd.core.catalog import (
@@ -34,6 +35,7 @@ from meworkd.core.catalog import (
     server_failure,
     system_prompt,
     unbound,
+    wire_bindings,
 )
 from meworkd.core.definitions import Definitions
 from meworkd.core.inspect import Inventory
@@ -74,7 +76,6 @@ class Turns:
         asks: ServerAsks,
         *,
         inventory: Inventory | None = None,
-        views: ViewCalls | None = None,
     ) -> None:
         self._store = store
         self._pool = pool
@@ -84,8 +85,9 @@ class Turns:
         self._redact = redact
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
-        self.views = views or ViewCalls()  # the calls of tools with an MCP Apps view
+        self.views = ViewCalls()  # the calls of tools with an MCP Apps view (apps.view)
         self._runner = CallRunner(pool, bus, asks)
+        self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
 
@@ -128,11 +130,7 @@ class Turns:
         reply = {
             "turnId": turn.id,
             "tools": tools,
-            "bindings": {
-                name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
-                | ({"ui": b.view.wire()} if b.view else {})
-                for name, b in bindings.items()
-            },
+            "bindings": wire_bindings(bindings),
             "systemPrompt": system_prompt(conversation.mcp_servers, settings, failures),
             "failures": failures,
             "costs": costs(tools, bindings),
@@ -214,13 +212,24 @@ class Turns:
                 return self._wire(
                     error_result(f"Unknown tool {name!r}. Tools available this turn: {known}")
                 )
-            return await self._call(turn, binding, arguments, record)
+            after = self._store.settings.mcp.background_after_seconds
+            if after is None:
+                return await self.call_recorded(turn, binding, arguments, record)
+            return await self.background.run(
+                record,
+                lambda: self.call_recorded(turn, binding, arguments, record),
+                after,
+                cancel=lambda: self._cancel_call(turn, record.call.call_id),
+                detach=lambda: turn.calls.pop(record.call.call_id, None),
+            )
         finally:
             # Only a cancellation from outside gets here unfinished: the daemon stopping
-            # past its grace. The call still gets its one outcome (and call.finished).
-            record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
+            # past its grace. The call still gets its one outcome (and call.finished). A call
+            # that moved to the background gets it there.
+            if not record.moved:
+                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
-    async def _call(
+    async def call_recorded(
         self, turn: Turn, binding: Binding, arguments: dict[str, Any], record: CallRecord
     ) -> msgspec.Raw:
         call_id = record.call.call_id
@@ -259,20 +268,6 @@ class Turns:
             self.views.keep(record.call, binding.view, arguments, result)
         return self._wire(result, encoded)
 
-    async def call_for_view(
-        self, conversation_id: str, turn_id: str, name: str, binding: Binding, arguments: Any
-    ) -> msgspec.Raw:
-        """A view's call (MCP Apps): the model's path and rules, audited with origin "app"."""
-        server, tool, digest = binding.server, binding.tool, arguments_digest(arguments)
-        call = ToolCall(conversation_id, turn_id, new_call_id(), server, tool, name, digest, "app")
-        turn = Turn(turn_id, conversation_id, {})  # its own: the view outlives its turn
-        with telemetry.span("tools/call", client=True) as traced:
-            record = CallRecord(self._db, self._bus, call, traced)
-            try:
-                return await self._call(turn, binding, arguments, record)
-            finally:
-                record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
-
     async def _run(
         self,
         turn: Turn,
@@ -293,7 +288,7 @@ class Turns:
         )
         if not decision.allowed:
             return decision, error_result(f"The call was not approved: {decision.reason}"), 0
-        record.allowed = decision
+        record.allow(decision)
         # Checked again after the decision, on purpose: a server disabled, removed or
         # deselected, or a tool switched off, while the user decided is not called.
         checked = await self._current(turn, call.name, current)
@@ -358,6 +353,10 @@ class Turns:
             clock.cancel()
         return len(clocks)
 
+    def _cancel_call(self, turn: Turn, call_id: str) -> None:
+        if (clock := turn.calls.get(call_id)) is not None:
+            clock.cancel()
+
     def end(self, turn_id: str) -> None:
         self.cancel(turn_id, None)
         self._turns.pop(turn_id, None)
@@ -365,6 +364,7 @@ class Turns:
     def end_conversation(self, conversation_id: str) -> None:
         for turn in [t for t in self._turns.values() if t.conversation_id == conversation_id]:
             self.end(turn.id)
+        self.background.end_conversation(conversation_id)
 
     def _get(self, turn_id: str) -> Turn:
         turn = self._turns.get(turn_id)

@@ -183,4 +183,8 @@ class SessionCallbacks:
             return
         changed = LIST_CHANGES.get(type(message))
         if changed is not None:
-            self._host.notice(self.origin(), "server.changed", {"list": changed})
+            self.list_changed(changed)
+
+    def list_changed(self, what: str) -> None:
+        """The server's ``what`` list (tools, prompts, resources) changed."""
+        self._host.notice(self.origin(), "server.changed", {"list": what})

@@ -26,6 +26,7 @@ from mcp import ClientSession, MCPError
 
 from meworkd.base.log import get_logger
 from meworkd.mcp.budget import REPLY_BUDGET, Outstanding
+from meworkd.mcp.listcache import ListingCache
 
 __all__ = ["PASS_THROUGH", "DirectCalls", "DirectClientSession", "ProgressSink"]
 
@@ -39,9 +40,14 @@ _CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection clos
 
 
 class DirectClientSession(ClientSession):
-    """The SDK session plus, when meworkd answers tools/call itself, the pipes' calls."""
+    """The SDK session plus, when meworkd answers tools/call itself, the pipes' calls, and the
+    lists the server said may be reused (:class:`ListingCache`)."""
 
     direct: "DirectCalls | None" = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listings = ListingCache()
 
 
 class _Waiter:

@@ -17,17 +17,19 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import ClientSession, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from meworkd import __version__
 from meworkd.base.errors import ServerUnavailable
 from meworkd.base.log import get_logger
 from meworkd.mcp import direct
-from meworkd.mcp.asks import ServerAsksHost, SessionCallbacks
+from meworkd.mcp.asks import LIST_CHANGES, ServerAsksHost, SessionCallbacks
 from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
 from meworkd.mcp.http import HttpErrors
+from meworkd.mcp.listfollow import follow_lists
 from meworkd.mcp.model import PeerInfo
 from meworkd.settings import ServerConfig
 
@@ -183,7 +185,11 @@ class McpSession:
                 self._set_state(SessionState.READY)
                 started = True
                 task_status.started(self)
-                await self._park()
+                async with anyio.create_task_group() as followers:
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        followers.start_soon(follow_lists, client, self.server, self._list_changed)
+                    await self._park()
+                    followers.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - the owner task is a supervision boundary
             if not started:
                 raise self._startup_error(exc) from None
@@ -309,10 +315,18 @@ class McpSession:
         tail = list(self.stderr_tail)
         return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
 
+    def _list_changed(self, what: str) -> None:
+        """A 2026-07-28 server's list change (its listen stream), as a handshake-era one."""
+        if self._callbacks is not None:
+            self._callbacks.list_changed(what)
+
     async def _message(self, message: object) -> None:
         # With a host, log lines reach it through the logging callback, with their level;
-        # list changes and URL completions become its notices. (Tool list changes need
-        # nothing more: every turn lists the tools afresh.)
+        # list changes and URL completions become its notices. A list kept as fresh
+        # (2026-07-28 ttlMs) is dropped when the server says it changed.
+        changed = LIST_CHANGES.get(type(message))
+        if changed is not None and self._client is not None:
+            self._client.listings.forget(changed)
         if self._callbacks is not None:
             self._callbacks.notification(message)
         elif isinstance(message, types.LoggingMessageNotification):

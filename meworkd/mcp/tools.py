@@ -58,11 +58,18 @@ async def list_all(client: ClientSession, what: str) -> list[Any]:
             would otherwise let through as an internal error), or a listing over a bound
             (reason ``listing_too_large``).
     """
+    cache = client.listings if isinstance(client, DirectClientSession) else None
+    if cache is not None and (fresh := cache.get(what)) is not None:
+        return fresh  # the server said it may be reused this long (2026-07-28 ttlMs)
+    generation = cache.generation(what) if cache is not None else 0
     # Each page is bounded while it is read, too: by the budget of one message.
     budget = ReplyBudget(MESSAGE_LIMIT)
     token = REPLY_BUDGET.set(budget)
     try:
-        return await _list_pages(getattr(client, f"list_{what}"), what)
+        items, ttl_ms = await _list_pages(getattr(client, f"list_{what}"), what)
+        if cache is not None:
+            cache.keep(what, items, ttl_ms, generation)
+        return items
     except MCPError:
         if not budget.refused:
             raise
@@ -71,11 +78,13 @@ async def list_all(client: ClientSession, what: str) -> list[Any]:
         REPLY_BUDGET.reset(token)
 
 
-async def _list_pages(method: Any, what: str) -> list[Any]:
+async def _list_pages(method: Any, what: str) -> tuple[list[Any], int]:
+    """Every page's items, and how long all of them stay fresh (the least ``ttlMs``)."""
     items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
     size = 0
+    ttl_ms: int | None = None
     for _ in range(MAX_LISTING_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         try:
@@ -83,6 +92,8 @@ async def _list_pages(method: Any, what: str) -> list[Any]:
         except ValidationError as exc:
             raise invalid_listing(what, exc) from None
         items += getattr(page, what)
+        page_ttl = int(getattr(page, "ttl_ms", 0) or 0)
+        ttl_ms = page_ttl if ttl_ms is None else min(ttl_ms, page_ttl)
         size += len(page.model_dump_json(by_alias=True, exclude_none=True))
         if len(items) > MAX_LISTING_ITEMS:
             raise _too_large(what, f"more than {MAX_LISTING_ITEMS} items")
@@ -90,7 +101,7 @@ async def _list_pages(method: Any, what: str) -> list[Any]:
             raise _too_large(what, f"more than {MAX_LISTING_BYTES} bytes")
         cursor = page.next_cursor
         if cursor is None or cursor in seen:
-            return items
+            return items, ttl_ms or 0
         seen.add(cursor)
     raise _too_large(what, f"more than {MAX_LISTING_PAGES} pages")
 

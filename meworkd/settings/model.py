@@ -159,6 +159,9 @@ class McpOptions(Struct, frozen=True):
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
     apps: bool = True  # advertise MCP Apps (io.modelcontextprotocol/ui): servers may ship views
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
+    # A call still running this many seconds after it was sent returns to the model at once and
+    # goes on in the background (calls.result has its outcome later); None: never.
+    background_after_seconds: float | None = None
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -44,6 +44,7 @@ __all__ = [
 
 MAX_ENTRY_DEPTH = 32  # no server entry needs more; far deeper ones break deep copies and JSON
 MAX_DOCUMENT_DEPTH = 64  # the whole document (other apps' keys too) may nest a little deeper
+MAX_BACKGROUND_AFTER = 86400.0  # a day: beyond that "after" means never, which is null
 
 _TYPE_SPELLINGS = {
     "stdio": "stdio",
@@ -271,6 +272,12 @@ def parse_mcp_options(raw: object) -> McpOptions:
     for key in (*positive, "question_timeout_seconds", "max_live_sessions"):
         if getattr(options, key) <= 0:
             raise InvalidSettings(f"mcp.{key}: expected a number > 0")
+    after = options.background_after_seconds
+    if after is not None and not 0 < after <= MAX_BACKGROUND_AFTER:
+        raise InvalidSettings(
+            f"mcp.background_after_seconds: expected a number of seconds > 0 and at most "
+            f"{MAX_BACKGROUND_AFTER:g}, or null (calls never move to the background)"
+        )
     return options
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import kitchen  # the stdlib part only: options, stderr helpers, the grandchild (same folder)
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-WAITING_TOOLS = frozenset({"slow", "progress"})  # answered on threads: they take a while
+WAITING_TOOLS = frozenset({"slow", "progress", "gated"})  # answered on threads: they take a while
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
@@ -109,6 +109,8 @@ class Server:
             tool(f"t{i}", f"trivial tool {i}", {"type": "object"}) for i in range(args.tools)
         ]
         self.echo_args = {f"t{i}" for i in range(args.tools)}
+        if args.gate:  # a call that ends when the test says, not after a time
+            self.tools.append(tool("gated", "Answer what the gate FIFO is sent", obj()))
         self.write_lock = threading.Lock()
         self.cancelled: dict[Any, threading.Event] = {}
 
@@ -276,6 +278,9 @@ class Server:
                     return None
                 self.progress(params, i + 1, steps, a.get("message") or f"step {i + 1}/{steps}")
             return text("done")
+        if name == "gated":
+            with open(self.args.gate, encoding="utf-8") as gate:  # blocks until a writer opens it
+                return text(gate.read().strip())
         if name == "die":
             kitchen.err("kitchen: dying")
             os._exit(3)

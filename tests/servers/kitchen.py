@@ -93,6 +93,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--name", default="kitchen", help="serverInfo name")
     p.add_argument("--version", default="1.0.0", help="serverInfo version")
     p.add_argument("--tools", type=int, default=0, metavar="N", help="add trivial tools t0..tN-1")
+    p.add_argument(
+        "--gate", metavar="FIFO", help="fake.py: a tool 'gated' that answers what FIFO is sent"
+    )
+    p.add_argument(
+        "--ttl-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="tools/list results say they stay fresh this long; each tools/list is logged",
+    )
     p.add_argument("--page-size", type=int, default=0, metavar="K", help="paginate list results")
     p.add_argument("--exit-at-start", type=int, default=None, metavar="CODE")
     p.add_argument("--hang-initialize", action="store_true")
@@ -246,7 +256,9 @@ async def serve(args: argparse.Namespace) -> None:
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         items, nxt = page(tools, params)
-        return types.ListToolsResult(tools=items, next_cursor=nxt)
+        if args.ttl_ms is not None:
+            err("kitchen: tools/list")  # what a test counts: how often it was asked
+        return types.ListToolsResult(tools=items, next_cursor=nxt, ttl_ms=args.ttl_ms or 0)
 
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams

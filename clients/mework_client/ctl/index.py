@@ -113,6 +113,8 @@ INDEX: tuple[tuple[str, str, str], ...] = (
     ("turn list", "list the open turns (of one conversation) with their ids", "turn"),
     ("turn end", "end a turn (its sessions stay pooled)", "turn"),
     ("turn cancel", "cancel a turn's calls in flight", "turn"),
+    ("turn result", "show the result of a call that moved to the background", "turn"),
+    ("turn stop", "cancel a call running in the background", "turn"),
     ("call", "call a tool in a turn, as the model would", "turn"),
     ("approvals list", "list pending approval requests", "approvals"),
     ("approvals allow", "allow a pending tool call", "approvals"),

@@ -35,7 +35,7 @@ from mework_client.ctl.layout import (
 )
 from mework_client.ctl.words import in_own_words
 
-__all__ = ["COMMANDS", "format_call", "format_turn", "format_turns"]
+__all__ = ["COMMANDS", "format_background", "format_call", "format_turn", "format_turns"]
 
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
 
@@ -121,6 +121,20 @@ def _cancelled(result: Any, args: Args, style: Style) -> str:
     return style.green("ok") + f"  cancelled {what} of {args.turn}"
 
 
+def format_background(result: Any, style: Style = PLAIN) -> str:
+    """``calls.result``: still running, or the reply as ``call`` prints it."""
+    r = obj(result)
+    if r.get("status") != "finished":
+        return f"{r.get('callId')} is still running in the background"
+    return format_call(r.get("result"), style)
+
+
+def _background_cancelled(result: Any, args: Args, style: Style) -> str:
+    if obj(result).get("cancelled"):
+        return style.green("ok") + f"  cancelled {args.call}"
+    return f"{args.call} had finished already: nothing to cancel"
+
+
 def _call_failed(result: Any) -> str | None:
     # Denials, unknown names and timeouts are isError results too: not always the tool's error.
     return "the call ended in an error (isError)" if obj(result).get("isError") else None
@@ -200,6 +214,24 @@ COMMANDS: tuple[Command, ...] = (
         ),
         params=pick(turnId="turn", callId="call_id"),
         render=_cancelled,
+    ),
+    Command(
+        "turn result",
+        "show the result of a call that moved to the background",
+        "meworkctl turn result ctl-1a2b3c4d5e6f",
+        method="calls.result",
+        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        params=pick(callId="call"),
+        render=show(format_background),
+    ),
+    Command(
+        "turn stop",
+        "cancel a call running in the background",
+        "meworkctl turn stop ctl-1a2b3c4d5e6f",
+        method="calls.cancel",
+        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        params=pick(callId="call"),
+        render=_background_cancelled,
     ),
     Command(
         "call",
