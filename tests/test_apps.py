@@ -199,6 +199,7 @@ async def test_view_messages_become_events_for_the_conversations_frontends(mw: H
         ("apps.message", {"content": "not blocks"}),
         ("apps.message", {"content": [hello], "role": "assistant"}),
         ("apps.message", {"content": [{"type": "text", "text": "x" * 300_000}]}),
+        ("apps.updateContext", {"structuredContent": ["not", "an", "object"]}),
     ):
         error = await rpc_error(mw.call(method, {**base, **params}))
         assert error.data["kind"] == "invalid_params", (method, params)
@@ -235,3 +236,27 @@ async def test_a_deleted_conversations_views_are_gone(mw: Harness) -> None:
     await mw.call("conversations.delete", {"id": conversation})
     error = await rpc_error(mw.call("apps.view", {"callId": "show-1"}))
     assert error.data["kind"] == "conversation_not_found"
+
+
+async def test_a_views_call_stops_with_its_conversations_policy_and_life(mw: Harness) -> None:
+    conversation = await _started(mw, level="request_approval")
+    asks = await mw.connect(["approval.requested"])
+    turn = await mw.begin(conversation)
+    show = {"turnId": turn["turnId"], "name": bound(turn, "apps")["show_counter"], "callId": "v"}
+    bump = {"turnId": turn["turnId"], "callId": "v", "server": "apps", "name": "bump"}
+    async with anyio.create_task_group() as tg:
+        shown = start_call(tg, mw.c, "turns.callTool", show)
+        await _respond(mw, await approval_for(asks, turn), "allow")
+        await shown.wait()
+        # Deselected while the view's call waits for a person: allowed, it is still not made.
+        call = start_call(tg, mw.c, "apps.callTool", bump)
+        request = await approval_for(asks, turn)
+        await mw.call("conversations.update", {"id": conversation, "mcpServers": ["other"]})
+        await _respond(mw, request, "allow")
+        assert "removed from this conversation" in text_of(await call.wait())
+        await mw.call("conversations.update", {"id": conversation, "mcpServers": ["apps"]})
+        # Deleted while it waits: the call ends at once, denied.
+        call = start_call(tg, mw.c, "apps.callTool", bump)
+        await approval_for(asks, turn)
+        await mw.call("conversations.delete", {"id": conversation})
+        assert "cancelled" in text_of(await call.wait())

@@ -30,7 +30,13 @@ from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
 from meworkd.core.turns import Turn, Turns
 from meworkd.core.viewcalls import ViewCall
-from meworkd.core.viewcheck import check_link, check_view, check_view_uri, content_blocks
+from meworkd.core.viewcheck import (
+    check_link,
+    check_view,
+    check_view_uri,
+    content_blocks,
+    structured,
+)
 from meworkd.core.viewref import view_ref
 from meworkd.mcp import SessionPool, list_tools, read_raw
 from meworkd.settings import ServerConfig
@@ -229,8 +235,9 @@ class Apps:
             if params.get("content") is not None:
                 body["content"] = content_blocks(params["content"], "content")
             if params.get("structuredContent") is not None:
-                body["structuredContent"] = params["structuredContent"]
-                content_blocks([{"type": "x", "v": body["structuredContent"]}], "structured")
+                body["structuredContent"] = structured(
+                    params["structuredContent"], "structuredContent"
+                )
         else:
             body = {"url": check_link(str(params.get("url", "")))}
         call = found.call

@@ -26,6 +26,7 @@ __all__ = [
     "check_view",
     "check_view_uri",
     "content_blocks",
+    "structured",
 ]
 
 CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
@@ -147,6 +148,15 @@ def content_blocks(content: object, field: str) -> list[dict[str, Any]]:
     if len(msgspec.json.encode(blocks)) > MAX_APP_MESSAGE_BYTES:
         raise InvalidParams(f"{field} is over {MAX_APP_MESSAGE_BYTES} bytes", field=field)
     return blocks
+
+
+def structured(value: object, field: str) -> dict[str, Any]:
+    """A view's ``structuredContent``: an object, within :data:`MAX_APP_MESSAGE_BYTES` encoded."""
+    if not isinstance(value, dict):
+        raise InvalidParams(f"{field} must be an object", field=field)
+    if len(msgspec.json.encode(value)) > MAX_APP_MESSAGE_BYTES:
+        raise InvalidParams(f"{field} is over {MAX_APP_MESSAGE_BYTES} bytes", field=field)
+    return value
 
 
 def check_link(url: str) -> str:

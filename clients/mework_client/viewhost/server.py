@@ -217,7 +217,8 @@ class _HostHandler(_Handler):
             return
         if not self._allowed(self.headers.get("X-Mework-Token")):
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        declared = self.headers.get("Content-Length", "")
+        length = int(declared) if declared.isdigit() else 0
         if path != "/bridge" or not 0 < length <= MAX_BODY:
             self._refused(400, "a bridge request is a POST to /bridge with a JSON body")
             return
