@@ -99,3 +99,18 @@ def test_a_tool_switch_states_its_effect() -> None:
     assert approval_words("t", not_declared, set(), set()) == "level decides"
     assert approval_words("t", not_declared, set(), {"t"}) == "asks every call"
     assert approval_words("t", must_ask, {"t"}, set()) == "— not offered"
+
+
+def test_a_views_own_call_says_so_on_its_card_and_approval() -> None:
+    from mework_ui.questions import approval_text
+
+    card = {
+        "server": "s",
+        "tool": "bump",
+        "decision": "allow",
+        "decidedBy": "user",
+        "origin": "app",
+    }
+    assert call_card(card, False).startswith("✓ s · bump (asked by its view) · allowed by user")
+    asked = {"server": "s", "tool": "bump", "origin": "app", "reason": "asks"}
+    assert "asked by the tool's view · asks" in approval_text(asked, "1 of 1")
