@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
-from mework_ui.questions import typed
+from mework_ui.questions import approval_text, typed
 from mework_ui.tabs import approval_words
 from mework_ui.words import call_card, failure_text, server_status, time_left_text
 
@@ -102,8 +102,6 @@ def test_a_tool_switch_states_its_effect() -> None:
 
 
 def test_a_views_own_call_says_so_on_its_card_and_approval() -> None:
-    from mework_ui.questions import approval_text
-
     card = {
         "server": "s",
         "tool": "bump",
