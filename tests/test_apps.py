@@ -260,3 +260,19 @@ async def test_a_views_call_stops_with_its_conversations_policy_and_life(mw: Har
         await approval_for(asks, turn)
         await mw.call("conversations.delete", {"id": conversation})
         assert "cancelled" in text_of(await call.wait())
+
+
+async def test_a_view_is_read_ahead_by_conversation_server_and_uri(mw: Harness) -> None:
+    conversation = await _started(mw)
+    ahead = {"conversationId": conversation, "server": "apps", "resourceUri": VIEW}
+    view = await mw.call("apps.view", ahead)
+    assert (view["callId"], view["toolResult"], view["prefersBorder"]) == (None, None, True)
+    assert view["html"].startswith("<!doctype html>")
+    await mw.call("conversations.update", {"id": conversation, "mcpServers": ["other"]})
+    error = await rpc_error(mw.call("apps.view", ahead))
+    assert (error.data["kind"], error.data["reason"]) == ("view_call_refused", "other_server")
+    not_ui = {**ahead, "server": "other", "resourceUri": "https://example.com/x.html"}
+    error = await rpc_error(mw.call("apps.view", not_ui))
+    assert error.data["reason"] == "view_not_ui_uri"
+    error = await rpc_error(mw.call("apps.view", {"conversationId": conversation}))
+    assert error.data["kind"] == "invalid_params"

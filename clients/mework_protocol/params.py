@@ -193,6 +193,17 @@ class ViewParams(_Params):
     turn_id: str | None = None
 
 
+class ViewOpenParams(_Params):
+    """apps.view: by the call (``callId``, ``turnId?``) or by ``conversationId``, ``server``
+    and ``resourceUri`` (a view read ahead of any call)."""
+
+    call_id: str | None = None
+    turn_id: str | None = None
+    conversation_id: str | None = None
+    server: str | None = None
+    resource_uri: str | None = None
+
+
 class ViewCallToolParams(ViewParams):
     server: str = ""
     name: str = ""

@@ -106,10 +106,11 @@ class Apps:
         return config
 
     @contextmanager
-    def _slot(self, found: ViewCall) -> Iterator[None]:
-        key = (found.call.turn_id, found.call.call_id)
+    def _slot(self, found: ViewCall | tuple[str, str]) -> Iterator[None]:
+        """One of a view's (or a view read ahead's) requests in flight, within the bound."""
+        key = (found.call.turn_id, found.call.call_id) if isinstance(found, ViewCall) else found
         if self._busy[key] >= MAX_VIEW_REQUESTS:
-            log.warning("apps.too_many_requests", call=found.call.call_id)
+            log.warning("apps.too_many_requests", view=key)
             raise TooManyViewRequests(
                 f"the view already has {MAX_VIEW_REQUESTS} requests in flight; wait for them"
             )
@@ -148,6 +149,37 @@ class Apps:
             **view,
             "toolInput": {"arguments": found.arguments},
             "toolResult": found.result,
+        }
+        return self._redact(out)  # type: ignore[return-value]
+
+    async def view_ahead(self, conversation_id: str, server: str, uri: str) -> dict[str, Any]:
+        """A view read without a call (to show or cache it ahead): no input, no result, and,
+        having no call, nothing it could call back through."""
+        if not self._store.settings.mcp.apps:
+            raise AppsOff
+        conversation = self._db.get_conversation(conversation_id)
+        config = self._store.settings.servers.get(server)
+        if config is None or not config.enabled or server not in conversation.mcp_servers:
+            raise ViewCallRefused(
+                f"{server} is not an enabled server of this conversation", reason="other_server"
+            )
+        check_view_uri(server, uri)
+        with self._slot((conversation_id, uri)):
+            reply = await self._pool.using(
+                conversation_id, server, config, read_raw(uri), within=config.timeout
+            )
+        out = {
+            "conversationId": conversation_id,
+            "turnId": None,
+            "callId": None,
+            "server": server,
+            "tool": None,
+            "name": None,
+            "resourceUri": uri,
+            "visibility": None,
+            **check_view(server, uri, reply),
+            "toolInput": None,
+            "toolResult": None,
         }
         return self._redact(out)  # type: ignore[return-value]
 

@@ -8,7 +8,7 @@ from mework_protocol.params import (
     ViewContextParams,
     ViewLinkParams,
     ViewMessageParams,
-    ViewParams,
+    ViewOpenParams,
     ViewReadParams,
 )
 
@@ -22,9 +22,13 @@ __all__ = ["group"]
 group: MethodGroup[Services, Connection] = MethodGroup()
 
 
-@group.add("apps.view", ViewParams)
-async def view(s: Services, _conn: Connection, p: ViewParams) -> dict[str, Any]:
-    return await s.apps.view(p.call_id, p.turn_id)
+@group.add("apps.view", ViewOpenParams)
+async def view(s: Services, _conn: Connection, p: ViewOpenParams) -> dict[str, Any]:
+    if p.call_id is not None:
+        return await s.apps.view(p.call_id, p.turn_id)
+    if p.conversation_id and p.server and p.resource_uri:
+        return await s.apps.view_ahead(p.conversation_id, p.server, p.resource_uri)
+    raise InvalidParams("give callId, or conversationId, server and resourceUri", field="callId")
 
 
 @group.add("apps.callTool", ViewCallToolParams)
