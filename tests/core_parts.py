@@ -14,11 +14,13 @@ import anyio
 import pytest
 
 from meworkd.base.events import EventBus
+from meworkd.base.gauge import Gauge
 from meworkd.base.log import Redactor
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.inspect import Inventory
+from meworkd.core.lifecycle import Lifecycle
 from meworkd.core.listings import ListFollower
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.servers import Servers
@@ -43,6 +45,8 @@ class Core:
     servers: Servers
     conversations: Conversations
     settings: SettingsFile
+    connections: Gauge
+    lifecycle: Lifecycle
 
     async def write(self, doc: dict[str, Any]) -> None:
         """Replace the settings file and read it, as the watcher would on a hand edit."""
@@ -69,6 +73,10 @@ def build_core(root: Path) -> Core:
     pool = SessionPool({}, logs.writer, ledger, bus, auth, host=asks)
     approvals = Approvals(bus, store)
     turns = Turns(store, pool, approvals, state, bus, redactor.redact_value, asks)
+    connections = Gauge()
+    lifecycle = Lifecycle(
+        store, pool, state, turns, connections, socket=root / "d.sock", state_dir=root
+    )
     return Core(
         path,
         bus,
@@ -82,6 +90,8 @@ def build_core(root: Path) -> Core:
         Servers(store, pool, auth, logs, inventory, state, redactor.redact_value),
         Conversations(store, pool, state, turns, approvals),
         SettingsFile(store),
+        connections,
+        lifecycle,
     )
 
 

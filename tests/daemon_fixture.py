@@ -2,8 +2,8 @@
 
 In-process: :func:`running_daemon` runs :class:`meworkd.daemon.Daemon` in the caller's task
 group (it must be entered inside the async test, because anyio primitives need a running loop).
-Out of process: :func:`spawn_meworkd` starts the ``meworkd`` console script with its own XDG
-environment and :func:`wait_for_socket` polls (bounded, start-up only) until it answers.
+Out of process: :func:`start_process` starts the ``meworkd`` console script with its own XDG
+environment once it serves (both through :mod:`tests.daemons`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ with warnings.catch_warnings():
 import json
 import os
 import re
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -40,8 +37,8 @@ from mework_client.aio import AsyncClient, connect
 from meworkd.app.daemon import Daemon
 from meworkd.app.paths import Paths
 from meworkd.base.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
-from tests.common import BOUND, START_BOUND
-from tests.daemons import serve_daemon
+from tests.common import BOUND
+from tests.daemons import MEWORKD, serve_daemon, start_meworkd
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -62,17 +59,13 @@ __all__ = [
     "read_doc",
     "registry_ops",
     "replace_atomically",
-    "rpc_for_op",
     "running_daemon",
-    "spawn_meworkd",
+    "start_process",
     "stop_process",
-    "wait_for_socket",
     "write_in_place",
     "xdg_environ",
 ]
 
-# The console script of the environment running the tests (the project's venv).
-MEWORKD = Path(sys.executable).parent / "meworkd"
 EVENT_TIMEOUT = BOUND
 
 
@@ -249,42 +242,19 @@ def xdg_environ(env: DaemonEnv, **extra: str) -> dict[str, str]:
     return base
 
 
-def spawn_meworkd(
+def start_process(
     env: DaemonEnv, *args: str, extra_env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [str(MEWORKD), *args],
+    """``meworkd ARGS`` in the XDG tree of ``env`` (stdout and stderr piped), once it serves."""
+    proc, notices = start_meworkd(
+        *args,
         env=xdg_environ(env, **dict(extra_env or {})),
-        stdin=subprocess.DEVNULL,
+        notify=env.root / "notify",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-
-
-def _answers(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(2)
-        try:
-            s.connect(str(path))
-            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n')
-            return b'"result"' in s.makefile("rb").readline()
-        except OSError:
-            return False
-
-
-def wait_for_socket(proc: subprocess.Popen[bytes], path: Path, bound: float = START_BOUND) -> None:
-    """Start-up only: poll until ``path`` answers daemon.status (or the process died)."""
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            _out, err = proc.communicate()
-            raise AssertionError(f"meworkd exited with {proc.returncode}: {err.decode()}")
-        if path.exists() and _answers(path):
-            return
-        time.sleep(0.02)
-    proc.kill()
-    _out, err = proc.communicate()
-    raise AssertionError(f"meworkd did not answer on {path}: {err.decode()}")
+    notices.close()
+    return proc
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -296,7 +266,7 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
         proc.communicate()
 
 
-# --- the unknown-keys round trip (shared by test_store and test_registry_rpc) -------------------
+# --- the unknown-keys round trip (shared by test_store and test_core_registry) -------------------
 
 TOP_OWNED = frozenset({"assets", "mcp", "presets", "hooks"})
 ASSETS_OWNED = frozenset({"mcpServers"})
@@ -425,24 +395,6 @@ def expect_op(op: tuple[Any, ...], model: DocModel) -> str | None:
                 return "conflict"
             model.servers = {(new if k == old else k): v for k, v in servers.items()}
     return None
-
-
-def rpc_for_op(op: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    """The control-API request that performs ``op``."""
-    kind, *args = op
-    if kind == "add":
-        return "servers.add", {"name": args[0], "server": {"command": "added"}}
-    if kind == "update":
-        return "servers.update", {"name": args[0], "patch": args[1]}
-    if kind == "rename":
-        return "servers.rename", {"name": args[0], "newName": args[1]}
-    if kind == "remove":
-        return "servers.remove", {"name": args[0]}
-    if kind == "tool":
-        return "servers.setToolEnabled", {"name": args[0], "tool": args[1], "enabled": args[2]}
-    if kind == "mcp":
-        return "settings.setMcpOptions", {"max_reply_bytes": args[0]}
-    return "presets.set", {"name": args[0], "preset": {"mcpServers": args[1]}}
 
 
 def assert_unknown_keys_survived(doc: dict[str, Any], model: DocModel) -> None:

@@ -12,36 +12,20 @@ from pathlib import Path
 import pytest
 from mework_client import Client
 
-MEWORKD = str(Path(sys.executable).with_name("meworkd"))
-
-
-def receive(sock: socket.socket) -> list[str]:
-    data = sock.recv(4096).decode()
-    return data.split("\n")
-
-
-def messages_until(sock: socket.socket, wanted: str) -> list[str]:
-    seen: list[str] = []
-    while wanted not in seen:
-        seen += receive(sock)  # bounded by the socket timeout
-    return seen
+from tests.daemons import Notices, start_meworkd, stop_meworkd
 
 
 @pytest.fixture
-def activated(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], socket.socket, Path]]:
+def activated(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], Notices, Path]]:
+    """meworkd started as systemd starts it, serving once its READY=1 came (tests.daemons)."""
     listen_path = short_tmp / "act.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(listen_path))
     listener.listen()
-    notify_path = short_tmp / "notify"
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(str(notify_path))
-    notify.settimeout(60)  # a start-up bound, not a timing claim: a busy machine is slow
     env = {
         **os.environ,
         "XDG_CONFIG_HOME": str(short_tmp / "config"),
         "XDG_STATE_HOME": str(short_tmp / "state"),
-        "NOTIFY_SOCKET": str(notify_path),
         "LISTEN_FDS": "1",
     }
     fd = listener.fileno()
@@ -51,38 +35,32 @@ def activated(short_tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], socket
         "import os, sys; os.dup2(int(sys.argv[1]), 3); "
         "os.environ['LISTEN_PID'] = str(os.getpid()); os.execv(sys.argv[2], sys.argv[2:])"
     )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            launcher,
-            str(fd),
-            MEWORKD,
+    try:
+        proc, notices = start_meworkd(
             "--socket",
             str(short_tmp / "unused" / "d.sock"),
-        ],
-        env=env,
-        pass_fds=(fd,),
-        stderr=log,
-    )
-    listener.close()
-    try:
-        yield proc, notify, listen_path
+            env=env,
+            notify=short_tmp / "notify",
+            launcher=[sys.executable, "-c", launcher, str(fd)],
+            pass_fds=(fd,),
+            stderr=log,
+        )
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+        listener.close()
+    try:
+        yield proc, notices, listen_path
+    finally:
+        stop_meworkd(proc)
         log.close()
         print((short_tmp / "meworkd.log").read_text())  # shown by pytest when the test fails
-        notify.close()
+        notices.close()
 
 
 def test_socket_activation_and_readiness_protocol(
-    activated: tuple[subprocess.Popen[bytes], socket.socket, Path],
+    activated: tuple[subprocess.Popen[bytes], Notices, Path],
 ) -> None:
-    proc, notify, listen_path = activated
-    startup = messages_until(notify, "READY=1")
-    status_lines = [m for m in startup if m.startswith("STATUS=")]
+    proc, notices, listen_path = activated
+    status_lines = [m for m in notices.startup if m.startswith("STATUS=")]
     # READY=1 is sent only once the handed-over socket serves and settings are loaded.
     with Client(listen_path, timeout=10) as client:
         status = client.call("daemon.status")
@@ -91,12 +69,12 @@ def test_socket_activation_and_readiness_protocol(
     assert any("servers" in line and "sessions" in line for line in status_lines)
 
     proc.send_signal(signal.SIGHUP)
-    reload = messages_until(notify, "READY=1")
+    reload = notices.until("READY=1", proc)
     assert "RELOADING=1" in reload
     assert any(m.startswith("MONOTONIC_USEC=") for m in reload)
 
     proc.send_signal(signal.SIGTERM)
-    assert "STOPPING=1" in messages_until(notify, "STOPPING=1")
+    assert "STOPPING=1" in notices.until("STOPPING=1", proc)
     assert proc.wait(15) == 0
     # systemd owns an activated socket: the daemon must not remove it.
     assert listen_path.exists()

@@ -1,12 +1,15 @@
 """core.Conversations in-process: presets, selections, roots, and what a delete takes with it.
 
 No socket: the rules of conversations.* as calls on the core (the wire of these methods stays
-tested in tests/test_conversations.py).
+tested in tests/test_conversations.py, one call of each).
 """
 
 import sys
+from pathlib import Path
 
+import anyio
 import msgspec
+import psutil
 import pytest
 
 from meworkd.base.errors import (
@@ -15,9 +18,11 @@ from meworkd.base.errors import (
     PresetNotFound,
     ServerNotFound,
     ShuttingDown,
+    TurnNotFound,
 )
 from meworkd.core.state import StateDB
-from tests.core_parts import Core, core
+from tests.common import BOUND, fake
+from tests.core_parts import Core, build_core, core
 
 pytestmark = pytest.mark.anyio
 __all__ = ["core"]  # the fixture, used by name
@@ -43,6 +48,10 @@ async def test_a_preset_fills_what_the_request_leaves_out(core: Core) -> None:
         None, preset="research", servers=["other"], level="full_access", roots=None
     )
     assert (own["mcpServers"], own["approvalLevel"]) == (["other"], "full_access")
+    # A preset without a level leaves the default.
+    await core.settings.set_preset("bare", {"mcpServers": ["other"]})
+    bare = core.conversations.create(None, preset="bare", servers=None, level=None, roots=None)
+    assert (bare["mcpServers"], bare["approvalLevel"]) == (["other"], "request_approval")
 
 
 async def test_without_a_preset_the_selection_is_empty_at_the_default_level(core: Core) -> None:
@@ -92,6 +101,12 @@ async def test_update_switches_or_detaches_a_preset_and_keeps_it_when_unset(core
         "c", preset=None, servers=None, level=None, roots=None
     )
     assert (detached["preset"], detached["mcpServers"]) == (None, ["k"])
+    assert (detached["approvalLevel"], core.conversations.get("c")["preset"]) == (
+        "full_access",
+        None,
+    )
+    with pytest.raises(PresetNotFound):
+        await core.conversations.update("c", preset="nope", servers=None, level=None, roots=None)
 
 
 async def test_update_checks_the_selection_before_changing_anything(core: Core) -> None:
@@ -134,3 +149,95 @@ async def test_a_state_database_not_open_says_meworkd_is_not_running(core: Core)
     core.state.close()
     with pytest.raises(ShuttingDown):
         core.conversations.listing()
+
+
+async def test_selections_survive_a_new_core_on_the_same_files(tmp_path: Path) -> None:
+    first = build_core(tmp_path)
+    await with_servers(first, "k", "other")
+    await first.settings.set_preset("p", {"mcpServers": ["other", "k"]})
+    first.conversations.create("keep", preset="p", servers=None, level=None, roots=None)
+    await first.conversations.update(
+        "keep", preset=msgspec.UNSET, servers=None, level="allow_edits", roots=None
+    )
+    before = first.conversations.get("keep")
+    first.state.close()
+
+    again = build_core(tmp_path)  # what a restarted daemon builds on the same state
+    try:
+        assert again.conversations.get("keep") == before
+        assert (before["mcpServers"], before["approvalLevel"], before["preset"]) == (
+            ["other", "k"],
+            "allow_edits",
+            "p",
+        )
+        assert again.state.conversation_count() == 1
+    finally:
+        again.state.close()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def test_a_delete_closes_its_own_sessions_only(core: Core) -> None:
+    await core.servers.add("k", fake())
+    for conversation in ("a", "b"):
+        core.conversations.create(
+            conversation, preset=None, servers=["k"], level="full_access", roots=None
+        )
+    turn_a, turn_b = await core.turns.begin("a", None), await core.turns.begin("b", None)
+    (session_a,) = [s for s in core.pool.sessions if s.conversation == "a"]
+    (session_b,) = [s for s in core.pool.sessions if s.conversation == "b"]
+    assert session_a.pid != session_b.pid
+
+    assert core.conversations.delete("a") == {"deleted": "a", "sessionsClosed": 1}
+    with anyio.fail_after(BOUND):
+        await session_a.closed.wait()
+    assert session_a.pid is not None
+    assert _gone(session_a.pid)
+    with pytest.raises(TurnNotFound):
+        await core.turns.call_tool(turn_a["turnId"], "k__echo", {"text": "x"}, None)
+    # The other conversation, its session and its turn are untouched.
+    assert session_b.pid is not None
+    assert not _gone(session_b.pid)
+    (echo,) = [n for n, b in turn_b["bindings"].items() if b["tool"] == "echo"]
+    reply = await core.turns.call_tool(turn_b["turnId"], echo, {"text": "still here"}, None)
+    assert msgspec.json.decode(reply)["content"][0]["text"] == "still here"
+    assert len(core.pool.sessions) == 1
+
+
+async def test_rename_and_remove_update_every_selection_naming_the_server(core: Core) -> None:
+    for name in ("k", "other", "third"):
+        await core.servers.add(name, fake())
+    selections = {"a": ["k", "other"], "b": ["other"], "c": ["third", "k"], "untouched": ["third"]}
+    for conversation, servers in selections.items():
+        core.conversations.create(
+            conversation, preset=None, servers=servers, level="full_access", roots=None
+        )
+
+    renamed = await core.servers.rename("k", "k2")
+    assert sorted(renamed["conversationsUpdated"]) == ["a", "c"]
+    assert core.conversations.get("a")["mcpServers"] == ["k2", "other"]
+    assert core.conversations.get("c")["mcpServers"] == ["third", "k2"]
+    # The renamed server takes part under its new name (and its new stable tool names).
+    turn = await core.turns.begin("a", None)
+    servers = {b["server"] for b in turn["bindings"].values()}
+    assert "k2" in servers
+    assert "k" not in servers
+    (echo,) = [n for n, b in turn["bindings"].items() if (b["server"], b["tool"]) == ("k2", "echo")]
+    reply = await core.turns.call_tool(turn["turnId"], echo, {"text": "renamed"}, None)
+    assert msgspec.json.decode(reply)["content"][0]["text"] == "renamed"
+
+    removed = await core.servers.remove("other")
+    assert sorted(removed["conversationsUpdated"]) == ["a", "b"]
+    assert core.conversations.get("a")["mcpServers"] == ["k2"]
+    assert core.conversations.get("b")["mcpServers"] == []
+    assert core.conversations.get("untouched")["mcpServers"] == ["third"]
+    # A server that no longer exists cannot be selected again.
+    with pytest.raises(ServerNotFound):
+        await core.conversations.update(
+            "b", preset=msgspec.UNSET, servers=["other"], level=None, roots=None
+        )

@@ -1,7 +1,7 @@
 """core.SettingsFile in-process: the document as shown, the mcp.* options, presets, a reload.
 
 No socket: the rules of settings.* and presets.* as calls on the core (their wire stays tested
-in tests/test_mcp_options_rpc.py, tests/test_reload.py and tests/test_conversations.py).
+in tests/test_mcp_options_rpc.py, tests/test_reload.py and tests/test_registry_rpc.py).
 """
 
 import pytest

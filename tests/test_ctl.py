@@ -36,7 +36,7 @@ from mework_client.ctl.servers_import import import_failed
 from mework_client.ctl.servers_probe import _test_failed, format_test
 from mework_client.ctl.turn import _call_failed, format_call, format_turn
 
-from tests.daemon_fixture import wait_for_socket
+from tests.daemons import start_meworkd, stop_meworkd
 from tests.test_ctl_startup import STATUS, loaded_by, slow_modules
 
 COMMANDS = all_commands()
@@ -44,7 +44,6 @@ COMMANDS = all_commands()
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".venv" / "bin"
 MEWORKCTL = BIN / "meworkctl"
-MEWORKD = BIN / "meworkd"
 PYTHON = BIN / "python"
 FAKE = [str(PYTHON), str(REPO / "tests" / "servers" / "fake.py")]
 HEAVY = ("mcp", "meworkd", "anyio", "msgspec", "pydantic", "httpx", "structlog", "jsonrpcserver")
@@ -83,26 +82,15 @@ def xdg_env(root: Path) -> dict[str, str]:
 
 def start_daemon(root: Path) -> Daemon:
     (root / "run").mkdir(mode=0o700)
-    proc = subprocess.Popen(
-        [str(MEWORKD)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=xdg_env(root),
+    proc, notices = start_meworkd(
+        env=xdg_env(root), notify=root / "notify", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    daemon = Daemon(root, proc)
-    wait_for_socket(proc, daemon.socket)  # start-up only: the one poll of these tests
-    return daemon
+    notices.close()
+    return Daemon(root, proc)
 
 
 def stop_daemon(daemon: Daemon) -> None:
-    if daemon.proc.poll() is None:
-        daemon.proc.terminate()
-        try:
-            daemon.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daemon.proc.kill()
-            daemon.proc.wait()
+    stop_meworkd(daemon.proc)
     if daemon.proc.stderr is not None:
         daemon.proc.stderr.close()
 
@@ -335,13 +323,17 @@ def test_servers_add_list_show_reveal(daemon: Daemon) -> None:
         "--disabled",
     )
     listing = ok(daemon, "servers", "list")
-    assert listing.splitlines()[0].split() == ["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"]
+    assert listing.splitlines()[0].split() == [
+        "NAME", "TYPE", "ENABLED", "STATUS", "TOOLS", "DEFINITIONS", "COMMAND/URL"
+    ]  # fmt: skip
     assert server_row(listing, "s-fs")[:4] == ["s-fs", "stdio", "yes", "enabled"]
     assert server_row(listing, "s-docs") == [
         "s-docs",
         "streamable_http",
         "no",
         "disabled",
+        "-",  # no tools reported yet: nothing known of its cost
+        "-",
         "http://127.0.0.1:3000/mcp",
     ]
     shown = ok(daemon, "servers", "show", "s-fs")

@@ -43,7 +43,7 @@ async def test_run_opens_the_state_database_and_closes_it_when_stopped(short_tmp
             "c", preset=None, servers=None, level=None, roots=None
         )
         assert made["id"] == "c"
-        assert daemon.status()["conversations"] == 1
+        assert daemon.lifecycle.status()["conversations"] == 1
     assert daemon.state is DaemonState.STOPPED
     assert not daemon.state_db.is_open
     with pytest.raises(ShuttingDown):

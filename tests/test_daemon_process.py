@@ -13,14 +13,14 @@ from pathlib import Path
 from mework_client import Client
 
 from meworkd.settings import DEFAULT_DOCUMENT
+from tests.common import START_BOUND
 from tests.daemon_fixture import (
     MEWORKD,
     DaemonEnv,
     make_env,
     read_doc,
-    spawn_meworkd,
+    start_process,
     stop_process,
-    wait_for_socket,
     xdg_environ,
 )
 
@@ -29,11 +29,11 @@ EXIT_ALREADY_RUNNING = 75
 
 @contextmanager
 def meworkd(
-    env: DaemonEnv, *args: str, socket: Path | None = None, extra_env: dict[str, str] | None = None
+    env: DaemonEnv, *args: str, extra_env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    proc = spawn_meworkd(env, *args, extra_env=extra_env)
+    """A daemon process that serves (tests.daemons.start_meworkd), never left behind."""
+    proc = start_process(env, *args, extra_env=extra_env)
     try:
-        wait_for_socket(proc, socket or env.socket)
         yield proc
     finally:
         stop_process(proc)
@@ -71,12 +71,16 @@ def test_first_start_with_xdg_defaults_and_a_second_instance(short_tmp: Path) ->
 
         socket_inode = env.socket.lstat().st_ino
         settings_before = env.settings.read_bytes()
-        second = spawn_meworkd(env)
-        try:
-            code, err = finish(second)
-        finally:
-            stop_process(second)
-        assert code == EXIT_ALREADY_RUNNING
+        # A second start is refused at once (it never serves, so no starter waits for it).
+        second = subprocess.run(
+            [str(MEWORKD)],
+            env=xdg_environ(env),
+            capture_output=True,
+            timeout=START_BOUND,
+            check=False,
+        )
+        assert second.returncode == EXIT_ALREADY_RUNNING
+        err = second.stderr.decode()
         assert f"another meworkd is already serving {env.socket}" in err
         assert "Traceback" not in err
         # The first is untouched and still answering.
@@ -105,7 +109,7 @@ def test_explicit_paths_sigint_and_console_logs(short_tmp: Path) -> None:
     socket = short_tmp / "s" / "d.sock"
     state = short_tmp / "state"
     args = ("--settings", str(settings), "--socket", str(socket), "--state-dir", str(state))
-    with meworkd(env, *args, "--log-format", "console", socket=socket) as proc:
+    with meworkd(env, *args, "--log-format", "console") as proc:
         assert mode(settings) == 0o600
         assert read_doc(settings) == DEFAULT_DOCUMENT
         assert mode(socket) == 0o600
@@ -135,7 +139,7 @@ def test_environment_overrides_sighup_and_log_level(short_tmp: Path) -> None:
     settings.write_text(json.dumps({"assets": {"mcpServers": {"a": {"command": "a"}}}}))
     settings.chmod(0o600)
     extra = {"MEWORK_SETTINGS": str(settings), "MEWORK_SOCKET": str(socket)}
-    with meworkd(env, "--log-level", "warning", socket=socket, extra_env=extra) as proc:
+    with meworkd(env, "--log-level", "warning", extra_env=extra) as proc:
         with Client(socket, timeout=5) as client:
             assert client.call("daemon.status")["settingsPath"] == str(settings)
             assert [s["name"] for s in client.call("servers.list")["servers"]] == ["a"]
@@ -188,7 +192,7 @@ def test_command_line_errors_and_version(short_tmp: Path) -> None:
         [str(MEWORKD), "--log-format", "xml"],
         env=xdg_environ(env),
         capture_output=True,
-        timeout=30,
+        timeout=START_BOUND,
         check=False,
     )
     assert done.returncode == 2
@@ -198,7 +202,7 @@ def test_command_line_errors_and_version(short_tmp: Path) -> None:
         [str(MEWORKD), "--version"],
         env=xdg_environ(env),
         capture_output=True,
-        timeout=30,
+        timeout=START_BOUND,
         check=False,
     )
     assert done.returncode == 0

@@ -300,6 +300,8 @@ def test_diff_separates_connection_and_policy_changes() -> None:
         "url",
         "headers",
         "oauth",
+        "limits",
+        "sandbox",
     }
 
 

@@ -22,8 +22,8 @@ import pytest
 from mework_client import Client
 
 from meworkd.base import telemetry
-from tests.common import BOUND, START_BOUND, document, fake
-from tests.daemon_fixture import make_env, spawn_meworkd, stop_process, wait_for_socket
+from tests.common import BOUND, document, fake
+from tests.daemon_fixture import make_env, start_process, stop_process
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -166,12 +166,11 @@ def test_spans_reach_an_otlp_endpoint_and_the_server_gets_the_trace_context(
 ) -> None:
     env = make_env(short_tmp, document({"tr": fake()}))
     with collector() as otlp:
-        proc = spawn_meworkd(
+        proc = start_process(
             env,
             extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url, "OTEL_BSP_SCHEDULE_DELAY": "50"},
         )
         try:
-            wait_for_socket(proc, env.socket, START_BOUND)
             with Client(env.socket) as client:
                 params = {"id": "tr-c", "mcpServers": ["tr"], "approvalLevel": "full_access"}
                 client.call("conversations.create", params)

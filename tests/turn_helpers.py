@@ -1,11 +1,12 @@
 """Helpers for the turn, approval, audit and conversation tests: the real daemon, in-process.
 
 The ``mw`` fixture gives a :class:`Harness` bound to a task group of the running test; the test
-writes its settings and calls :meth:`Harness.start`, which constructs
-``Daemon(Paths(settings=..., socket=..., state_dir=...), environ=dict(os.environ))`` inside the
-test and runs it with ``await tg.start(daemon.run)``. :meth:`Harness.restart` stops that daemon
-and starts a new one on the same directories. Clients are the real async client on the real
-socket; MCP servers are real processes (``tests/servers/kitchen.py``, ``counting.py``).
+writes its settings and calls :meth:`Harness.start`, which runs a daemon on
+``Paths(settings=..., socket=..., state_dir=...)`` with this environment through
+:func:`tests.daemons.serve_daemon`, in a task of the test's task group. :meth:`Harness.restart`
+stops that daemon and starts a new one on the same directories. Clients are the real async
+client on the real socket; MCP servers are real processes (``tests/servers/kitchen.py``,
+``counting.py``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from tests.common import (
     FAKE,
     KITCHEN,
     SERVERS,
-    START_BOUND,
     counting,
     document,
     fake,
@@ -50,6 +50,7 @@ from tests.common import (
     text_of,
 )
 from tests.daemon_fixture import replace_atomically
+from tests.daemons import serve_daemon
 
 __all__ = [
     "COUNTING",
@@ -297,6 +298,7 @@ class Harness:
         )
         self.daemon: Daemon | None = None
         self.client: AsyncClient | None = None
+        self._stop: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._close_clients = anyio.Event()
         self._clients_closed: list[anyio.Event] = []
@@ -325,18 +327,20 @@ class Harness:
         assert self.daemon is None, "already running"
         if doc is not None:
             self.write_settings(doc)
-        self.daemon = Daemon(self.paths, environ=dict(os.environ))
+        self._stop = anyio.Event()
         self._stopped = anyio.Event()
-        with anyio.fail_after(START_BOUND):
-            await self.tg.start(self._run, self.daemon, self._stopped)
+        self.daemon = await self.tg.start(self._serve, self._stop, self._stopped)
         self._close_clients = anyio.Event()
         self.client = await self.connect()
         return self.client
 
-    @staticmethod
-    async def _run(daemon: Daemon, stopped: anyio.Event, *, task_status: TaskStatus[None]) -> None:
+    async def _serve(
+        self, stop: anyio.Event, stopped: anyio.Event, *, task_status: TaskStatus[Daemon]
+    ) -> None:
         try:
-            await daemon.run(task_status=task_status)
+            async with serve_daemon(self.paths, os.environ) as daemon:  # bounded start and stop
+                task_status.started(daemon)
+                await stop.wait()
         finally:
             stopped.set()
 
@@ -373,10 +377,13 @@ class Harness:
         self._clients_closed.clear()
         self.client = None
         if self.daemon is not None:
+            assert self._stop is not None
             assert self._stopped is not None
+            # Asked here, at once, as before serve_daemon ran it: a call that waits is cut off by
+            # the stop (its outcome says so), not by the hang-up of the clients just closed.
             self.daemon.request_shutdown()
-            with anyio.fail_after(EVENT_TIMEOUT):
-                await self._stopped.wait()
+            self._stop.set()
+            await self._stopped.wait()  # serve_daemon bounds the stop
             self.daemon = None
 
     async def restart(self) -> AsyncClient:

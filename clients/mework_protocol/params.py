@@ -119,6 +119,8 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     apps: bool | None = None
     # Live sessions kept before the least recently used idle ones close (as in the file: > 0).
     max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    # Whether stdio entries added from now on start sandboxed.
+    sandbox_default: bool | None = None
 
 
 class PresetParams(_Params):

@@ -2,7 +2,8 @@
 
 A server that last failed is "failed: <kind>" wherever its status is shown, until the daemon
 stops reporting that failure (``lastError``); a settings file meworkd cannot use is said with
-one sentence: what is wrong, what runs instead, and that edits wait for the fix.
+one sentence: what is wrong, what runs instead, and that edits wait for the fix. What a
+server's tools cost a turn reads the same too: a size, and tokens marked as an estimate.
 """
 
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from typing import Any
 
 from mework_protocol.failures import failure_kind
 
-__all__ = ["server_state", "tool_problem", "unreadable_settings"]
+__all__ = ["byte_size", "server_state", "token_estimate", "tool_problem", "unreadable_settings"]
 
 
 def server_state(entry: Mapping[str, Any]) -> str:
@@ -32,6 +33,25 @@ def unreadable_settings(error: object) -> str:
         f"settings file not in force: {error} (meworkd runs on the last good settings and "
         "refuses edits until the file is fixed)"
     )
+
+
+def byte_size(count: object) -> str:
+    """``812 B``, ``4.1 KiB``, ``1.2 MiB`` (``?`` for what is not a count)."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        return "?"
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KiB"
+    return f"{count / (1024 * 1024):.1f} MiB"
+
+
+def token_estimate(count: object, *, unit: bool = True) -> str:
+    """``~1,052 tokens`` (``~`` because it is bytes / 4: the model's tokenizer differs);
+    ``~1,052`` without ``unit``, for a column that names it."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        return "?"
+    return f"~{count:,}" + (f" token{'s' * (count != 1)}" if unit else "")
 
 
 def tool_problem(problem: Mapping[str, Any]) -> str:

@@ -24,13 +24,15 @@ from mework_ui.inspection import PromptsPane, ResourcesPane
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
 from mework_ui.oauth_group import MASKED, OAuthGroup, grant_of
+from mework_ui.rules import RulesPane
 from mework_ui.tabs import LogsPane, Pane, ToolsPane
-from mework_ui.words import failure_text, server_status, test_summary
+from mework_ui.words import cost_text, failure_text, server_status, test_summary
 
 __all__ = ["DetailScreen"]
 
 PANES: dict[str, type[Pane]] = {
     "tools": ToolsPane,
+    "rules": RulesPane,
     "prompts": PromptsPane,
     "resources": ResourcesPane,
     "logs": LogsPane,
@@ -57,6 +59,7 @@ class DetailScreen(Screen[None]):
         self.saving = anyio.Lock()  # one patch at a time: an oauth patch builds on the last
         self.kept_oauth: dict[str, Any] | None = None  # the object "OAuth login" off replaced
         self.refused: set[str] = set()  # fields showing why their text was not saved
+        self.loaded_cost: Any = None  # servers.get's cost, until servers.list has one
 
     @property
     def mework(self) -> Model:
@@ -88,6 +91,7 @@ class DetailScreen(Screen[None]):
                 yield Static("", id=f"m-{key}", classes="msg")
         yield Static("", id="auth")
         yield Static("", id="verdict")
+        yield Static("", id="cost")
         yield OAuthGroup()  # below the verdict: Test connection's answer stays in view
 
     @on(TabbedContent.TabActivated)
@@ -112,6 +116,7 @@ class DetailScreen(Screen[None]):
         """From ``reveal: true``: a patch written from masked values would store the mask."""
         got = await self.mework.call("servers.get", {"name": self.server, "reveal": True})
         if got is not None:
+            self.loaded_cost = got.get("cost")
             self.entry = {**got.get("server", {}), **{"name": got["name"]}}
             self.entry.setdefault("type", got.get("type", "stdio"))
             self.entry.setdefault("enabled", got.get("enabled", True))
@@ -152,10 +157,14 @@ class DetailScreen(Screen[None]):
         elif name in app.tests:
             verdict = test_summary(app.tests[str(name)])
         self.query_one("#verdict", Static).update(verdict)
+        cost = (entry or {}).get("cost") or self.loaded_cost
+        said = cost_text(cost)
+        self.query_one("#cost", Static).update(said)
+        self.query_one("#cost", Static).display = bool(said)  # no empty line before it is known
         auth = entry.get("auth") if entry else None
         url = app.login_urls.get(str(name))
         self.query_one("#auth", Static).update(_auth_line(auth, url))
-        for pane in (ToolsPane, PromptsPane, ResourcesPane):
+        for pane in (ToolsPane, RulesPane, PromptsPane, ResourcesPane):
             for widget in self.query(pane):
                 widget.refresh_model()
 
@@ -288,7 +297,7 @@ class DetailScreen(Screen[None]):
     def action_tab(self, step: int) -> None:
         """Tabs from the keyboard, even while a field has the focus."""
         tabs = self.query_one(TabbedContent)
-        order = ["general", "tools", "prompts", "resources", "logs"]
+        order = ["general", *PANES]
         tabs.active = order[(order.index(tabs.active or "general") + step) % len(order)]
         self.fill(tabs.active)
         self.call_after_refresh(self.focus_tab, tabs.get_pane(tabs.active))

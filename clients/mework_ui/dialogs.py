@@ -47,6 +47,12 @@ def import_report(result: dict[str, Any], applied: bool) -> str:
             servers = ", ".join(need.get("servers") or [])
             about = f" ({need['description']})" if need.get("description") else ""
             lines.append(f"needs input {need.get('id')}{about} for {servers}: fill Inputs")
+    for rule in result.get("rules") or []:  # Claude Code's permission rules carried over
+        if isinstance(rule, dict):
+            lines.append(
+                f"{verb}set: {rule.get('server')} {rule.get('field')} + {rule.get('pattern')} "
+                f"(from permissions.{rule.get('list')} {rule.get('rule')})"
+            )
     for warning in result.get("warnings") or []:
         if isinstance(warning, dict):
             where = ".".join(str(warning[k]) for k in ("name", "field") if warning.get(k))

@@ -12,6 +12,7 @@ from mework_ui.dialogs import AddMenu, ConfirmRemove, ImportDialog
 from mework_ui.model import HasModel, Model
 from mework_ui.rows import selected, sync_rows
 from mework_ui.words import (
+    cost_text,
     empty_note,
     failure_text,
     server_status,
@@ -104,6 +105,8 @@ class ServersScreen(Screen[None]):
                 text = tested_note(app, str(name), test_summary(app.tests[name]))
             else:
                 text = entry.get("description") or ""
+            if cost := cost_text(entry.get("cost")):  # which server fills the model's context
+                text = f"{text}\n{cost}" if text else cost
         self.query_one("#note", Static).update(text)
 
     def on_data_table_row_selected(self) -> None:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from mework_protocol.wording import unreadable_settings
+from mework_protocol.wording import byte_size, token_estimate, unreadable_settings
 
 from mework_ui.link import is_down
 from mework_ui.model import Check, failure_kind
@@ -11,6 +11,7 @@ __all__ = [
     "call_card",
     "check_lines",
     "check_summary",
+    "cost_text",
     "failure_text",
     "server_status",
     "settings_banner",
@@ -43,6 +44,7 @@ HINTS = {
     "auth_required": "log in to this server: Enter, then ctrl+l",
     "auth_unavailable": "its authorization server is failing; the login is kept: try again later",
     "connect_failed": "nothing answers at the URL: is the server running?",
+    "resource_limit": "it died on one of its limits: raise that one in the entry's limits",
 }
 
 
@@ -156,3 +158,14 @@ def call_card(card: dict[str, Any], waiting: bool) -> str:
     if card.get("isError"):
         return f"✘ {head} · error · allowed by {by} · {took}"
     return f"✓ {head} · allowed by {by} · {took}"
+
+
+def cost_text(cost: Any) -> str:
+    """What the server's tools cost a turn (servers.list ``cost``), or nothing until known."""
+    if not isinstance(cost, dict):
+        return ""
+    tools = cost.get("tools")
+    return (
+        f"Turn cost: {tools} tool{'s' * (tools != 1)} offered, {byte_size(cost.get('bytes'))} "
+        f"of definitions, {token_estimate(cost.get('tokensEstimate'))} (estimate)"
+    )

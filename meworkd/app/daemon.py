@@ -14,10 +14,8 @@ Task tree::
 
 import os
 import signal
-import time
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
 
 import anyio
 from anyio.abc import SocketListener, TaskStatus
@@ -27,14 +25,15 @@ from meworkd.app import systemd
 from meworkd.app.instance import InstanceLock, prepare_socket_dir, prepare_state_dir
 from meworkd.app.paths import Paths
 from meworkd.base.events import EventBus
+from meworkd.base.gauge import Gauge
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
-from meworkd.core.health import settings_state
 from meworkd.core.inspect import Inventory
+from meworkd.core.lifecycle import Lifecycle
 from meworkd.core.listings import ListFollower
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.servers import Servers
@@ -100,20 +99,31 @@ class Daemon:
             self.asks,
             inventory=self.inventory,
         )
+        self.connections = Gauge()  # counted by the RPC server, reported by daemon.status
+        self.lifecycle = Lifecycle(
+            self.store,
+            self.pool,
+            self.state_db,
+            self.turns,
+            self.connections,
+            socket=paths.socket,
+            state_dir=paths.state_dir,
+        )
         self.services = self._services()
         self.methods = build_table(self.services)
         self.rpc = RpcServer(
-            Dispatcher(self.methods), self.bus, redact_events=self.redactor.redact_value
+            Dispatcher(self.methods),
+            self.bus,
+            redact_events=self.redactor.redact_value,
+            connections=self.connections,
         )
         self.state = DaemonState.CREATED
-        self.started_at = time.monotonic()
-        self._stop = anyio.Event()
         self._notifier = systemd.Notifier()
 
     def _services(self) -> Services:
         """The core's façades, as the method handlers see them."""
         return Services(
-            daemon=self,
+            daemon=self.lifecycle,
             settings=SettingsFile(self.store),
             servers=Servers(
                 self.store,
@@ -149,7 +159,7 @@ class Daemon:
     # --- lifecycle -------------------------------------------------------------------------
 
     def request_shutdown(self) -> None:
-        self._stop.set()
+        self.lifecycle.request_shutdown()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         prepare_socket_dir(self.paths.socket.parent)
@@ -206,9 +216,9 @@ class Daemon:
                     socket=str(self.paths.socket),
                     settings=str(self.paths.settings),
                 )
-                self._notifier.ready(self.status_line())
+                self._notifier.ready(self.lifecycle.status_line())
                 task_status.started()
-                await self._stop.wait()
+                await self.lifecycle.stopping()
                 self.state = DaemonState.STOPPING
                 log.info("daemon.stopping")
                 self._notifier.stopping()
@@ -226,7 +236,7 @@ class Daemon:
                     log.info("daemon.sighup")
                     self._notifier.reloading()
                     await self.store.reload("signal")
-                    self._notifier.ready(self.status_line())
+                    self._notifier.ready(self.lifecycle.status_line())
                 else:
                     log.info("daemon.signal", signal=signal.Signals(signum).name)
                     self.request_shutdown()
@@ -236,7 +246,7 @@ class Daemon:
     async def _on_settings(self, settings: Settings, diff: SettingsDiff) -> None:
         self._refresh_secrets(settings)
         await self.pool.apply_settings(settings, diff)
-        self._notifier.status(self.status_line())
+        self._notifier.status(self.lifecycle.status_line())
 
     def _refresh_secrets(self, settings: Settings) -> None:
         secrets: list[str] = []
@@ -250,40 +260,3 @@ class Daemon:
 
     def _tokens(self) -> None:
         self._refresh_secrets(self.store.settings)  # OAuth tokens came or went
-
-    # --- views -----------------------------------------------------------------------------
-
-    def counts(self) -> tuple[int, int, int]:
-        """Servers configured, enabled, and sessions open (daemon.status, the systemd status)."""
-        servers = self.store.settings.servers
-        enabled = sum(1 for c in servers.values() if c.enabled)
-        return len(servers), enabled, len(self.pool.sessions)
-
-    def status_line(self) -> str:
-        servers, enabled, sessions = self.counts()
-        return f"{servers} servers ({enabled} enabled), {sessions} sessions"
-
-    def status(self) -> dict[str, Any]:
-        """daemon.status: what runs, where its files are, and the settings file's state."""
-        servers, enabled, sessions = self.counts()
-        health = settings_state(self.store)
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "uptimeSeconds": round(self.uptime(), 3),
-            "settingsPath": str(self.paths.settings),
-            "socketPath": str(self.paths.socket),
-            "stateDir": str(self.paths.state_dir),
-            "servers": servers,
-            "serversEnabled": enabled,
-            "sessions": sessions,
-            "conversations": self.state_db.conversation_count(),
-            "turns": self.turns.active,
-            "connections": self.rpc.connections,
-            "settingsError": health["error"],
-            "settingsWarnings": health["warnings"],
-            "settings": health,
-        }
-
-    def uptime(self) -> float:
-        return time.monotonic() - self.started_at

@@ -64,6 +64,11 @@ class LineSplitter:
             self._tail = (self._tail + chunk)[-EDGE:]
 
     @property
+    def buffered(self) -> int:
+        """Bytes of an unfinished line held in memory (none of one being skipped)."""
+        return len(self._buffer)
+
+    @property
     def pending(self) -> int:
         """Bytes of an unfinished line (a half-written message at EOF)."""
         return self._skipped if self._skipping else len(self._buffer)

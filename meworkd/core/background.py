@@ -105,7 +105,7 @@ class Background:
             if not outcome:  # cut off from outside: only the daemon stopping does that
                 raise ShuttingDown("meworkd is shutting down")
             return outcome[0]
-        record.moved = True
+        record.move()
         self._moved[record.call.call_id] = (record.call, detach())
         self._announce(record.call, after)
         return msgspec.Raw(msgspec.json.encode(moved_result(record.call, after)))

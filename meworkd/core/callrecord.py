@@ -70,6 +70,13 @@ class CallRecord:
             },
         )
 
+    def move(self) -> None:
+        """It goes on in the background: its caller's reply is sent, and its span ends with
+        that reply (its outcome is the audit's and ``call.finished``'s)."""
+        self.moved = True
+        self._traced.set("mework.background", True)
+        self._traced = telemetry.OFF
+
     def allow(self, decision: Decision) -> None:
         """The call may run: ``decision`` let it."""
         self.allowed = decision

@@ -34,6 +34,8 @@ def tool_entry(server: str, tool: ToolInfo) -> dict[str, Any]:
         entry["description"] = tool.description
     if tool.annotations is not None:
         entry["annotations"] = tool.annotations
+    if tool.meta is not None:  # e.g. requiresUserInteraction, as Test connection shows it
+        entry["_meta"] = tool.meta
     if tool.needs_tasks:
         entry["execution"] = {"taskSupport": "required"}
     if (ui := view_ui(tool.meta)) is not None:

@@ -103,6 +103,8 @@ def _failed(
     ``reason``, the deprecated alias of ``kind``."""
     kind = str(exc.data.get("reason", exc.kind))
     result.update(failure(kind, exc.message, reason=kind))
+    if exc.data.get("limit"):
+        result["limit"] = exc.data["limit"]  # resource_limit: the one the server died on
     result.update(stderrTail=list(tail) if isinstance(tail, list) else [])
     result["durationMs"] = _ms_since(started)
     return result
@@ -148,6 +150,7 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
         sectionErrors=report.section_errors,
         problems=lint_tools(name, report.tools),
         stderrTail=list(session.stderr_tail),
+        sandbox=session.sandbox,
         durationMs=_ms_since(started),
     )
     return result

@@ -20,6 +20,7 @@ from meworkd.core.health import settings_state
 from meworkd.core.inspect import SECTIONS, Inventory, inspect
 from meworkd.core.probe import test_connection
 from meworkd.core.replies import Redact
+from meworkd.core.servercost import server_cost
 from meworkd.core.serverlogs import ServerLogs
 from meworkd.core.state import StateDB
 from meworkd.mcp import (
@@ -33,7 +34,7 @@ from meworkd.mcp import (
     read_resource,
 )
 from meworkd.settings import ServerConfig, edits, mask_value, masked_entry
-from meworkd.settings.dialects import parse_import
+from meworkd.settings.dialects import parse_import, resolve_rules
 from meworkd.settings.edits import OnConflict
 from meworkd.settings.entry_text import entry_from_text
 from meworkd.settings.lookup import command_warnings
@@ -121,7 +122,14 @@ class Servers:
             "alwaysAllowTools": list(config.always_allow_tools),
             "disabledAutoApproveTools": list(config.disabled_auto_approve_tools),
             "serverInfo": msgspec.to_builtins(config.server_info) if config.server_info else None,
+            "cost": self._cost(name, config),
         }
+
+    def _cost(self, name: str, config: ServerConfig) -> dict[str, Any] | None:
+        """What its tools would cost a turn, from the last tools it reported (None: not yet)."""
+        last = self._inventory.get(name)
+        prefix = self._store.settings.mcp.mandatory_description_prefix
+        return server_cost(name, config, last["tools"], last["reported"].get("tools"), prefix)
 
     def listing(self) -> dict[str, Any]:
         """Every server the settings name, valid ones first, and the settings file's state."""
@@ -212,18 +220,28 @@ class Servers:
         parsed = parse_import(text, inputs)
 
         def apply(doc: dict[str, Any]) -> dict[str, list[Any]]:
-            return edits.import_servers(doc, parsed.entries, on_conflict)
+            report = edits.import_servers(doc, parsed.entries, on_conflict)
+            # Claude Code's permission rules, for the servers of the document and those
+            # registered already (after the import: an entry it replaced takes them too).
+            servers = edits.servers_of(doc)
+            names = [name for name, entry in servers.items() if isinstance(entry, dict)]
+            rules, unresolved = resolve_rules(parsed.permissions, names)
+            report["rules"] = edits.add_tool_rules(doc, rules)
+            report["ruleWarnings"] = unresolved
+            return report
 
         # A dry run applies the import to a copy of the document.
         report = apply(self._store.document()) if dry_run else await self._store.mutate(apply)
         report["rejected"] = parsed.rejected + report["rejected"]
         rejected = {r["name"] for r in report["rejected"]}
+        warnings = [w for w in parsed.warnings if w["name"] not in rejected]
+        warnings += report.pop("ruleWarnings")
         return {
             "format": parsed.format,
             "dryRun": dry_run,
             "duplicates": parsed.duplicates,
             **report,
-            "warnings": [w for w in parsed.warnings if w["name"] not in rejected],
+            "warnings": warnings,
             "needsInputs": parsed.needs_inputs,
         }
 

@@ -264,8 +264,7 @@ class Turns:
         result, encoded, size = refuse_oversized(result, limit)
         is_error = bool(result.get("isError"))
         record.finish("allow", decision.decided_by, decision.reason, size, is_error=is_error)
-        if binding.view is not None and binding.view.resource_uri:  # (kept for apps.view)
-            self.views.keep(record.call, binding.view, arguments, result)
+        self.views.keep(record.call, binding.view, arguments, result)  # if it has a view
         return self._wire(result, encoded)
 
     async def _run(
@@ -344,14 +343,16 @@ class Turns:
             call_id,
         )
         self._asks.cancel(turn_id, call_id)  # the server's questions of the call, likewise
-        clocks = (
-            [turn.calls[call_id]]
-            if call_id in turn.calls
-            else ([] if call_id else list(turn.calls.values()))
-        )
+        named = [turn.calls[call_id]] if call_id in turn.calls else []
+        clocks = named if call_id else list(turn.calls.values())
         for clock in clocks:
             clock.cancel()
         return len(clocks)
+
+    def caller_gone(self, turn_id: str, call_id: str) -> None:
+        """Its frontend hung up mid-call: the call goes too, as its Ctrl-C would take it."""
+        if turn_id in self._turns:  # else the turn ended first, and its calls with it
+            self.cancel(turn_id, call_id)
 
     def _cancel_call(self, turn: Turn, call_id: str) -> None:
         if (clock := turn.calls.get(call_id)) is not None:

@@ -46,8 +46,15 @@ class ViewCalls:
         self._calls: OrderedDict[tuple[str, str], ViewCall] = OrderedDict()
 
     def keep(
-        self, call: ToolCall, view: ViewRef, arguments: dict[str, Any], result: dict[str, Any]
+        self,
+        call: ToolCall,
+        view: ViewRef | None,
+        arguments: dict[str, Any],
+        result: dict[str, Any],
     ) -> None:
+        """Keep an allowed call for apps.view if its tool has a view (else nothing)."""
+        if view is None or not view.resource_uri:
+            return
         key = (call.turn_id, call.call_id)
         self._calls.pop(key, None)
         self._calls[key] = ViewCall(call, view, arguments, result)

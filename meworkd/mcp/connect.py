@@ -9,6 +9,7 @@ from anyio.abc import Process
 
 from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.http import HttpErrors, open_http
+from meworkd.mcp.sandbox import SandboxView
 from meworkd.mcp.stdio import open_stdio
 from meworkd.settings import ServerConfig
 
@@ -23,6 +24,8 @@ class Connected:
     process: Process | None = None
     # stdio only: the tools/call requests meworkd writes and answers itself (mcp/direct.py).
     direct: DirectCalls | None = None
+    # stdio only: what the server's sandbox lets it see and do (None: not sandboxed).
+    sandbox: SandboxView | None = None
     # HTTP only: what the error responses said (start-up failures, forgotten sessions).
     http: HttpErrors | None = None
     # Set when the handshake failed: a server that never started has nothing to shut down
@@ -53,6 +56,7 @@ async def open_transport(
             graceful=lambda: not connected.abandoned,
         ) as (connected.read, connected.write, connected.process):
             connected.direct = connected.read.direct
+            connected.sandbox = connected.read.sandbox
             yield connected
     else:
         connected.http = HttpErrors()

@@ -16,7 +16,7 @@ from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from meworkd.base.errors import ServerUnavailable
+from meworkd.base.errors import MeworkError, ServerUnavailable
 from meworkd.base.log import clip_redacted
 from meworkd.base.procgroup import STREAM_ERRORS
 from meworkd.mcp.auth.registry import uses_oauth
@@ -32,6 +32,7 @@ __all__ = [
     "CommandNotFound",
     "InvalidListing",
     "NotAToolResult",
+    "SandboxUnavailable",
     "SessionGone",
     "TalkFailed",
     "call_failure_text",
@@ -57,6 +58,12 @@ class CommandNotFound(FileNotFoundError):
     def __init__(self, command: str, searched: str | None) -> None:
         super().__init__(errno.ENOENT, "command not found", command)
         self.searched = searched
+
+
+class SandboxUnavailable(MeworkError):
+    """The server is to run sandboxed and cannot be (meworkd.mcp.sandbox): it is not run."""
+
+    kind = "sandbox_unavailable"
 
 
 class NotAToolResult(Exception):
@@ -126,6 +133,8 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> tuple[str, str
             "ledger_unwritable",
             f"could not record the server's process, so it was stopped: {exc}",
         )
+    if isinstance(exc, SandboxUnavailable):
+        return "sandbox_unavailable", exc.message
     if isinstance(exc, CommandNotFound):
         if exc.searched is None:
             return "command_not_found", f"command not found: {config.command} (no such file)"

@@ -286,6 +286,16 @@ class SessionPool:
         self.status.publish(
             session.server, session.conversation, "closed", reason=reason, error=session.error
         )
+        if reason == "crash" and session.ending.limit is not None and session.error is not None:
+            # It died on one of its limits: that is the server's failure (lastError, an event).
+            failure = ServerUnavailable(
+                session.error,
+                server=session.server,
+                reason="resource_limit",
+                limit=session.ending.limit,
+                stderrTail=list(session.stderr_tail),
+            )
+            self.status.failed(session.server, session.conversation, failure)
 
     # --- closing -------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from meworkd.mcp.connect import Connected, open_transport
 from meworkd.mcp.direct import DirectClientSession
 from meworkd.mcp.era import EraMemory, discover_first, initialize_first
 from meworkd.mcp.errors import STREAM_ENDED, SessionGone, describe_failure, startup_failure
+from meworkd.mcp.exits import Ending
 from meworkd.mcp.http import HttpErrors
 from meworkd.mcp.listfollow import follow_lists
 from meworkd.mcp.model import PeerInfo
@@ -127,6 +128,7 @@ class McpSession:
         self.stderr_tail: list[str] = []
         self.exit_code: int | None = None
         self.error: str | None = None
+        self.ending = Ending(config, on_stderr)  # a death on a limit, a sandbox not built
         self.connect_seconds: float | None = None
         self.in_flight = 0
         self.last_used = time.monotonic()
@@ -204,6 +206,9 @@ class McpSession:
             )
         finally:
             self._client = None
+            last = self._connected
+            process = last.process if started and last is not None else None
+            self.error = self.ending.after_start(process, self.stderr_tail) or self.error
             self._set_state(SessionState.CLOSED)
             if self.pid is not None:
                 self._on_exit(self.pid)
@@ -227,11 +232,18 @@ class McpSession:
             return None
         return connected.direct
 
+    @property
+    def sandbox(self) -> dict[str, object] | None:
+        """What the server's sandbox lets it see and do (None: it runs unsandboxed)."""
+        view = self._connected.sandbox if self._connected is not None else None
+        return None if view is None else view.as_dict()
+
     def _spawned(self, pid: int) -> None:
         self.pid = pid
         self._on_spawn(pid)
 
     def _server_gone(self) -> None:
+        self.ending.gone_by_itself = self.state <= SessionState.READY
         self._set_state(SessionState.CLOSING)
 
     def _stderr(self, line: str) -> None:
@@ -311,9 +323,14 @@ class McpSession:
             reason, message = "auth_unavailable", why  # the AS is failing: not a logout
         if reason == "exited" and returncode is not None:
             self.exit_code = returncode
+            reason, message = self.ending.classify(returncode, self.stderr_tail) or (
+                reason,
+                message,
+            )
         self.error = message
         tail = list(self.stderr_tail)
-        return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail)
+        kw = {"limit": self.ending.limit} if reason == "resource_limit" else {}
+        return ServerUnavailable(message, server=self.server, reason=reason, stderrTail=tail, **kw)
 
     def _list_changed(self, what: str) -> None:
         """A 2026-07-28 server's list change (its listen stream), as a handshake-era one."""

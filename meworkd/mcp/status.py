@@ -60,14 +60,24 @@ class ServerStatus:
         if raw is None and kind == "timeout":
             raw = cut_off  # the timeout that cut its start-up off: what it printed till then
         tail = [str(line) for line in raw[-FAILURE_TAIL:]] if isinstance(raw, list) else None
+        limit = exc.data.get("limit")  # resource_limit: the one it died on
         self._last[server] = {
             "kind": kind,
             "error": exc.message,
             "stderrTail": tail or [],
             "conversation": conversation,
             "time": wire_time(),
+            **({"limit": limit} if limit else {}),
         }
-        self.publish(server, conversation, "failed", kind=kind, error=exc.message, stderrTail=tail)
+        self.publish(
+            server,
+            conversation,
+            "failed",
+            kind=kind,
+            error=exc.message,
+            stderrTail=tail,
+            limit=limit,
+        )
 
     def tested(self, server: str, failed: Mapping[str, Any] | None) -> None:
         """A Test connection's outcome (``failed``: its failure object, None: it succeeded):
@@ -83,6 +93,7 @@ class ServerStatus:
             "conversation": None,
             "time": wire_time(),
             "test": True,  # met by a Test connection, not by a conversation's session
+            **({"limit": str(failed["limit"])} if failed.get("limit") else {}),
         }
 
     def last_error(self, server: str) -> dict[str, Any] | None:

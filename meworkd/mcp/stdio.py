@@ -32,6 +32,8 @@ from meworkd.base.procgroup import (
 from meworkd.mcp.budget import Outstanding
 from meworkd.mcp.direct import DirectCalls
 from meworkd.mcp.errors import STREAM_CLOSED, STREAM_ENDED, CommandNotFound
+from meworkd.mcp.limits import apply_limits
+from meworkd.mcp.sandbox import SandboxView, sandbox_argv
 from meworkd.settings import ServerConfig
 from meworkd.settings.envfile import read_env_file
 
@@ -82,27 +84,23 @@ async def open_stdio(
     session = secrets.token_hex(16)
     env = child_environment(environ, from_file | config.env) | {SESSION_VAR: session}
     cwd = _expand_user(config.cwd)
+    argv, view = [config.command, *config.args], None
+    if config.sandboxed:
+        argv, view = sandbox_argv(config, env, cwd, environ)
     try:
-        process = await open_group(
-            [config.command, *config.args], stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env
-        )
+        process = await open_group(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd=cwd, env=env)
     except FileNotFoundError as exc:
         if cwd is not None and exc.filename == cwd:
             raise  # the working directory is what is missing
         searched = None if "/" in config.command else env.get("PATH", os.defpath)
         raise CommandNotFound(config.command, searched) from None
-    try:
-        on_spawn(process.pid)
-    except BaseException:
-        # Not in the ledger (its write failed): stopped now, never left running untracked.
-        with anyio.CancelScope(shield=True):
-            await _stop(process, session, graceful=False)
-        raise
+    await _recorded_and_limited(process, session, config, on_spawn)
     assert process.stdin is not None
     assert process.stdout is not None
     reader = _PipeReader(process.stdout, on_stderr)
     writer = _PipeWriter(process.stdin, reader)
     reader.direct = DirectCalls(writer.send_line, reader.outstanding)
+    reader.sandbox = view
 
     async with anyio.create_task_group() as tg:
         assert process.stderr is not None
@@ -114,6 +112,24 @@ async def open_stdio(
                 writer.close()
                 await _stop(process, session, graceful=graceful())
             tg.cancel_scope.cancel()
+
+
+async def _recorded_and_limited(
+    process: Process, session: str, config: ServerConfig, on_spawn: Callable[[int], None]
+) -> None:
+    """Put the new process in the ledger and set its ``limits``; if either fails, it is stopped
+    at once: never left running untracked or unlimited."""
+    try:
+        on_spawn(process.pid)
+        if config.limits is not None and not config.sandboxed:  # (sandboxed: set inside)
+            try:
+                apply_limits(process.pid, config.limits)
+            except OSError as exc:
+                raise OSError(exc.errno, f"its limits could not be set ({exc.strerror})") from None
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(process, session, graceful=False)
+        raise
 
 
 async def _read_stderr(stream: ByteReceiveStream, on_stderr: Callable[[str], None]) -> None:
@@ -157,6 +173,7 @@ class _PipeReader:
         self._on_stderr = on_stderr
         self.outstanding = Outstanding()
         self.direct: DirectCalls | None = None
+        self.sandbox: SandboxView | None = None  # what the server's sandbox lets it see
         self._splitter = LineSplitter(self.outstanding.line_limit())
         self._lines: deque[bytes | Oversized] = deque()
         self._ended = False

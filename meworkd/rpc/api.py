@@ -21,10 +21,10 @@ from meworkd.rpc.methods import (
     settings,
     turns,
 )
-from meworkd.rpc.services import DaemonControl, Services
+from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodTable
 
-__all__ = ["DaemonControl", "Services", "build_table"]
+__all__ = ["Services", "build_table"]
 
 _GROUPS = (
     daemon,

@@ -31,6 +31,7 @@ from mework_protocol.topics import EVENTS_OVERFLOWED
 from meworkd.base.events import EventBus, Subscription
 from meworkd.base.log import get_logger
 from meworkd.rpc import sockio
+from meworkd.rpc.holdings import Account, Holdings
 
 __all__ = ["OUTBOX_BYTES", "STALL_TIMEOUT", "WRITE_COALESCE", "Connection", "ConnectionState"]
 
@@ -63,8 +64,11 @@ class Connection:
         tasks: TaskGroup,
         bus: EventBus,
         redact: Callable[[object], object],
+        account: Account | None = None,
     ) -> None:
         self._sock: socket.socket = stream.extra(SocketAttribute.raw_socket)
+        # Its share of the daemon-wide budget (meworkd.rpc.holdings); alone, a budget of its own.
+        self.account = account or Holdings().open(lambda: None)
         self._redact = redact
         # Unbounded in count: the bound is on bytes (``_queued_bytes``), checked in send().
         self._outbox, self._queue = anyio.create_memory_object_stream[bytes](math.inf)
@@ -96,6 +100,7 @@ class Connection:
             return
         self._queued += 1
         self._queued_bytes += len(data)
+        self.account.queue(len(data))
         # A closed outbox: the connection is going away; the reply has nobody to go to.
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._outbox.send_nowait(data)
@@ -134,6 +139,7 @@ class Connection:
                     await self._write(b"".join(batch))
                 self._queued -= len(batch)
                 self._queued_bytes -= size
+                self.account.written(size)
                 if not self.backlogged:
                     self._room.set()
 
@@ -150,6 +156,13 @@ class Connection:
                 self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             self._broken()
+
+    def cut(self) -> None:
+        """Cut off by the daemon-wide budget: nothing more is written, the socket is shut down
+        (which ends the reader too)."""
+        self._broken()
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
 
     def _broken(self) -> None:
         # Keep draining, so that no sender waits on a dead peer.

@@ -18,6 +18,7 @@ written into the reply verbatim.
 """
 
 import json
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -28,11 +29,14 @@ from mework_protocol import codes
 from meworkd.base.errors import MeworkError
 from meworkd.base.log import get_logger
 from meworkd.rpc.envelope import Envelope
+from meworkd.rpc.holdings import Account
 from meworkd.rpc.table import Method, MethodTable, RpcFailure
 
 __all__ = [
+    "BATCH_REPLY_BYTES",
     "MAX_BATCH",
     "Dispatcher",
+    "Lane",
     "MethodTable",
     "Slot",
     "error_response",
@@ -41,25 +45,54 @@ __all__ = [
 ]
 
 MAX_BATCH = 256  # members per batch; more is refused whole
+# Bytes of one batch's reply; members whose replies would pass it get an error each instead.
+BATCH_REPLY_BYTES = 8 * 1024 * 1024
 
 C = TypeVar("C")
 log = get_logger("meworkd.rpc")
 
 
+async def _at_once() -> None:
+    return None
+
+
+class Lane:
+    """What the lines of one connection share: the in-flight limit, the connection's account of
+    the daemon-wide budget, ``ready`` (wait until new work may start: the peer reads its replies
+    and the daemon is under its budget) and a lock that runs its batches one at a time."""
+
+    __slots__ = ("account", "batches", "limiter", "ready")
+
+    def __init__(
+        self,
+        limiter: anyio.Semaphore,
+        account: Account | None = None,
+        ready: Callable[[], Awaitable[None]] = _at_once,
+    ) -> None:
+        self.limiter = limiter
+        self.account = account
+        self.ready = ready
+        self.batches = anyio.Lock()
+
+
 class Slot:
     """A line's slot of the connection's in-flight limit: released once, by whoever is done
-    first (the worker after the reply, or a batch's first member when it finishes)."""
+    first (the worker after the reply, or a batch as it starts: its members take their own)."""
 
-    __slots__ = ("held", "limiter")
+    __slots__ = ("held", "lane")
 
-    def __init__(self, limiter: anyio.Semaphore) -> None:
-        self.limiter = limiter
+    def __init__(self, lane: Lane) -> None:
+        self.lane = lane
         self.held = True
+
+    @property
+    def limiter(self) -> anyio.Semaphore:
+        return self.lane.limiter
 
     def release(self) -> None:
         if self.held:
             self.held = False
-            self.limiter.release()
+            self.lane.limiter.release()
 
 
 def error_response(code: int, message: str, data: object = None, id_: object = None) -> bytes:
@@ -102,10 +135,11 @@ class Dispatcher(Generic[C]):
         self._table = table
         self._envelope = Envelope({m.name: partial(_invoke, m) for m in table})
         self._fast_path = fast_path  # off: jsonrpcserver's whole pipeline (tests compare)
+        self.max_batch_reply = BATCH_REPLY_BYTES
 
     async def handle_line(self, line: bytes, context: C, slot: Slot | None = None) -> bytes | None:
         """The reply to ``line``; ``slot``: the line's slot of the connection's in-flight limit
-        (the first member of a batch runs on it, each further one takes a slot of its own)."""
+        (a batch gives it back as it starts, and each member takes a slot of its own)."""
         try:
             return await self._handle_line(line, context, slot)
         except anyio.get_cancelled_exc_class():
@@ -132,26 +166,43 @@ class Dispatcher(Generic[C]):
             return invalid_request("empty batch")
         if len(members) > MAX_BATCH:
             return invalid_request(f"a batch may hold at most {MAX_BATCH} requests")
-        replies: list[object | None] = [None] * len(members)
+        if slot is None:
+            return await self._members(members, context, None)
+        # The line's slot is given back: its members take one each, once its turn comes. One
+        # batch of a connection runs at a time, waiting for room before every member, so that
+        # batches read together cannot all gather replies at once.
+        slot.release()
+        async with slot.lane.batches:
+            return await self._members(members, context, slot.lane)
+
+    async def _members(self, members: list[object], context: C, lane: Lane | None) -> bytes | None:
+        reply = _BatchReply(len(members), self.max_batch_reply, lane)
 
         async def run(i: int, member: object, done: Slot | None) -> None:
             try:
-                replies[i] = await self._one(member, context)
+                reply.add(i, await self._one(member, context))
             finally:
                 if done is not None:
                     done.release()
 
-        async with anyio.create_task_group() as tg:
-            for i, member in enumerate(members):
-                # The first member runs on the line's slot; every further one waits for a slot
-                # of its own, so a batch of 256 is 256 requests in flight, not one.
-                own = slot
-                if i and slot is not None:
-                    await slot.limiter.acquire()
-                    own = Slot(slot.limiter)
-                tg.start_soon(run, i, member, own)
-        answered = [r for r in replies if r is not None]
-        return msgspec.json.encode(answered) if answered else None
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, member in enumerate(members):
+                    if reply.full:  # past the bound: not run, an error each
+                        reply.refuse(i, member)
+                        continue
+                    # Each member waits for a slot of its own, so a batch of 256 is 256 requests
+                    # in flight, not one; and for room: none starts while the peer leaves
+                    # replies unread or the daemon holds more than its budget.
+                    own = None
+                    if lane is not None:
+                        await lane.ready()
+                        await lane.limiter.acquire()
+                        own = Slot(lane)
+                    tg.start_soon(run, i, member, own)
+            return reply.encode()
+        finally:
+            reply.close()
 
     async def _one(self, message: object, context: C) -> object | None:
         if self._fast_path and isinstance(message, dict) and _plainly_valid(message):
@@ -180,6 +231,71 @@ async def _direct(
     else:
         reply = {"jsonrpc": "2.0", "result": result, "id": message.get("id")}
     return reply if "id" in message else None  # a notification runs but gets no reply
+
+
+class _BatchReply:
+    """A batch's member replies, encoded as each finishes and counted against the batch's bound
+    (and the connection's account). A reply that would pass the bound becomes an error, and so
+    does every member not yet started once the bound is reached (those are not run)."""
+
+    def __init__(self, size: int, bound: int, lane: Lane | None) -> None:
+        self._parts: list[bytes | None] = [None] * size
+        self._bound = bound
+        self._bytes = 0
+        self.full = False
+        self._account = lane.account if lane is not None else None
+
+    def add(self, index: int, reply: object | None) -> None:
+        if reply is None:
+            return
+        part = msgspec.json.encode(reply)
+        if self._bytes + len(part) > self._bound:
+            self.full = True
+            part = _past_the_bound(self._bound, _id_of(reply), ran=True)
+        self._put(index, part)
+
+    def refuse(self, index: int, member: object) -> None:
+        if isinstance(member, dict) and "id" in member:  # (a notification gets no reply)
+            self._put(index, _past_the_bound(self._bound, _id_of(member), ran=False))
+
+    def _put(self, index: int, part: bytes) -> None:
+        self._parts[index] = part
+        self._bytes += len(part)
+        if self._account is not None:
+            self._account.take(len(part))
+
+    def encode(self) -> bytes | None:
+        answered = [part for part in self._parts if part is not None]
+        return b"[" + b",".join(answered) + b"]" if answered else None
+
+    def close(self) -> None:
+        """Given back to the account: the reply is sent now (queued, it counts there)."""
+        if self._account is not None:
+            self._account.give_back(self._bytes)
+        self._parts.clear()
+
+
+def _id_of(message: object) -> object:
+    member_id = message.get("id") if isinstance(message, dict) else None
+    return member_id if member_id is None or isinstance(member_id, str | int | float) else None
+
+
+def _past_the_bound(bound: int, member_id: object, *, ran: bool) -> bytes:
+    what = (
+        "this request ran, but its reply would pass it"
+        if ran
+        else "the replies before this request reached it, so it was not run"
+    )
+    return error_response(
+        codes.RESOURCE_EXHAUSTED,
+        "Reply too large for the batch",
+        {
+            "kind": "batch_reply_too_large",
+            "detail": f"a batch's reply may be at most {bound} bytes; {what}. "
+            "Send large requests alone or in smaller batches",
+        },
+        member_id,
+    )
 
 
 _NO_PARAMS: dict[str, object] = {}

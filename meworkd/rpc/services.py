@@ -6,29 +6,22 @@ the settings and MCP layers are reached only through the core.
 """
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from meworkd.core.approvals.gate import Approvals
 from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
+from meworkd.core.lifecycle import Lifecycle
 from meworkd.core.servers import Servers
 from meworkd.core.settingsfile import SettingsFile
 from meworkd.core.turns import Turns
 
-__all__ = ["DaemonControl", "Services"]
-
-
-class DaemonControl(Protocol):
-    """The daemon itself, as daemon.status and daemon.shutdown see it."""
-
-    def status(self) -> dict[str, Any]: ...
-    def request_shutdown(self) -> None: ...
+__all__ = ["Services"]
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
-    daemon: DaemonControl
+    daemon: Lifecycle  # daemon.*
     settings: SettingsFile  # settings.*, presets.*
     servers: Servers  # servers.*
     conversations: Conversations  # conversations.*, audit.list

@@ -5,7 +5,7 @@ writing something invalid, and leaves keys it does not own untouched (including 
 inside an entry), so they can run inside :meth:`SettingsStore.mutate`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from meworkd.base.errors import (
@@ -15,6 +15,7 @@ from meworkd.base.errors import (
     PresetNotFound,
     ServerNotFound,
 )
+from meworkd.settings.dialects import ToolRule
 from meworkd.settings.model import McpOptions
 from meworkd.settings.parse import canonical_type, parse_mcp_options, parse_preset, parse_server
 from meworkd.settings.secrets import carries_mask, restore_masked
@@ -22,6 +23,7 @@ from meworkd.settings.secrets import carries_mask, restore_masked
 __all__ = [
     "OnConflict",
     "add_server",
+    "add_tool_rules",
     "import_servers",
     "record_server_info",
     "remove_preset",
@@ -84,8 +86,22 @@ def add_server(doc: dict[str, Any], name: str, raw: Mapping[str, Any]) -> dict[s
     servers = servers_of(doc)
     if name in servers:
         raise ConflictError(f"a server named {name!r} already exists", server=name)
-    servers[name] = normalized(name, raw)
+    servers[name] = normalized(name, sandboxed_by_default(doc, raw))
     return servers[name]  # type: ignore[no-any-return]
+
+
+def sandboxed_by_default(doc: Mapping[str, Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A new entry as it is stored: with ``mcp.sandbox_default`` on, a stdio entry that says
+    nothing of a sandbox gets ``"sandbox": {"enabled": true}``."""
+    mcp = doc.get("mcp")
+    default = isinstance(mcp, dict) and mcp.get("sandbox_default") is True
+    if not default or "sandbox" in raw or not isinstance(raw, Mapping):
+        return raw
+    try:
+        stdio = canonical_type(raw) == "stdio"
+    except ValueError:
+        return raw  # (refused with its reason by normalized)
+    return {**raw, "sandbox": {"enabled": True}} if stdio else raw
 
 
 def update_server(doc: dict[str, Any], name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,7 +223,8 @@ def import_servers(
         try:
             _check_name(name)
             kept = servers.get(name)  # masked values sent back keep its secrets
-            entry = normalized(name, raw, kept if isinstance(kept, dict) else None)
+            stored = kept if isinstance(kept, dict) else None
+            entry = normalized(name, sandboxed_by_default(doc, raw), stored)
         except MeworkError as exc:
             report["rejected"].append({"name": name, "reason": exc.message})
             continue
@@ -230,6 +247,22 @@ def import_servers(
             servers[name] = entry
             report["added"].append(name)
     return report
+
+
+def add_tool_rules(doc: dict[str, Any], rules: Iterable[ToolRule]) -> list[dict[str, str]]:
+    """Add each rule's pattern to its server's list (once); the rules that changed an entry."""
+    servers = servers_of(doc)
+    added: list[dict[str, str]] = []
+    for rule in rules:
+        entry = servers.get(rule.server)
+        if not isinstance(entry, dict):
+            continue  # resolved against entries that are objects: not reached
+        current = entry.get(rule.field)
+        listed = [t for t in current if isinstance(t, str)] if isinstance(current, list) else []
+        if rule.pattern not in listed:
+            entry[rule.field] = [*listed, rule.pattern]
+            added.append(rule.as_dict())
+    return added
 
 
 def _check_name(name: str) -> None:

@@ -1,12 +1,12 @@
 """``${VAR}`` expansion of server entries: at connect time only, never written back."""
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
 from meworkd.base.errors import InvalidSettings
-from meworkd.settings.model import OAuthConfig, ServerConfig
+from meworkd.settings.model import OAuthConfig, Sandbox, ServerConfig
 
 __all__ = ["VARIABLE", "UnsetVariable", "expand", "expand_server"]
 
@@ -70,6 +70,21 @@ def expand_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -
         url=one(config.url, "url"),
         headers={k: text(v, f"headers.{k}") for k, v in config.headers.items()},
         oauth=_expand_oauth(name, config.oauth, environ),
+        sandbox=_expand_sandbox(config.sandbox, text),
+    )
+
+
+def _expand_sandbox(sandbox: Sandbox | None, text: Callable[[str, str], str]) -> Sandbox | None:
+    if sandbox is None:
+        return None
+    fs = sandbox.filesystem
+    return msgspec.structs.replace(
+        sandbox,
+        filesystem=msgspec.structs.replace(
+            fs,
+            read=tuple(text(p, f"sandbox.filesystem.read[{i}]") for i, p in enumerate(fs.read)),
+            write=tuple(text(p, f"sandbox.filesystem.write[{i}]") for i, p in enumerate(fs.write)),
+        ),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from mework_protocol.levels import ApprovalLevel
 from msgspec import Struct
+from msgspec import field as struct_field
 
 from meworkd.settings.hooks import HookSet
 from meworkd.settings.toolrules import first_match
@@ -19,13 +20,17 @@ __all__ = [
     "DEFAULT_DOCUMENT",
     "DEFAULT_MAX_LIVE_SESSIONS",
     "DEFAULT_TIMEOUT_SECONDS",
+    "LIMIT_RANGES",
     "LOG_LEVELS",
     "MACHINE_GRANTS",
     "OAUTH_GRANTS",
     "TOKEN_AUTH_METHODS",
+    "Limits",
     "McpOptions",
     "OAuthConfig",
     "Preset",
+    "Sandbox",
+    "SandboxFilesystem",
     "ServerConfig",
     "ServerInfo",
     "Settings",
@@ -45,6 +50,8 @@ CONNECTION_FIELDS = (
     "url",
     "headers",
     "oauth",
+    "limits",
+    "sandbox",
 )
 # The ``grant`` values an ``oauth`` object may name.
 # The grants with no person at a browser: a token is simply asked for when needed.
@@ -59,6 +66,45 @@ class ServerInfo(Struct, rename="camel", omit_defaults=True, frozen=True):
     name: str | None = None
     version: str | None = None
     tested_at: str | None = None
+
+
+# Each key of a stdio entry's ``limits``: the whole numbers it may be (docs/api.md "Limits of
+# a server's process" says what each becomes).
+LIMIT_RANGES = {
+    "memoryMiB": (16, 4 * 1024 * 1024),
+    "processes": (1, 4 * 1024 * 1024),
+    "openFiles": (16, 1024 * 1024),
+    "cpuSeconds": (1, 365 * 24 * 3600),
+}
+
+
+class Limits(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True):
+    """A stdio entry's ``limits``: what its server's process may use (each optional)."""
+
+    memory_mib: int | None = struct_field(default=None, name="memoryMiB")
+    processes: int | None = None
+    open_files: int | None = struct_field(default=None, name="openFiles")
+    cpu_seconds: int | None = struct_field(default=None, name="cpuSeconds")
+
+    def items(self) -> list[tuple[str, int]]:
+        """``(key as the file spells it, value)`` of each limit that is set."""
+        values = (self.memory_mib, self.processes, self.open_files, self.cpu_seconds)
+        return [(k, v) for k, v in zip(LIMIT_RANGES, values, strict=True) if v is not None]
+
+
+class SandboxFilesystem(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True):
+    """What a sandboxed server sees of the files: paths (``~`` and ``${VAR}`` allowed)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+
+
+class Sandbox(Struct, omit_defaults=True, frozen=True, forbid_unknown_fields=True):
+    """A stdio entry's ``sandbox``: the server runs in bubblewrap (meworkd.mcp.sandbox)."""
+
+    enabled: bool = True
+    filesystem: SandboxFilesystem = SandboxFilesystem()
+    network: bool = False
 
 
 class OAuthConfig(
@@ -119,6 +165,14 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
     oauth: OAuthConfig | bool | None = None
     # "shared": one session serves every conversation (stateless servers, by their author's word).
     session_scope: Literal["conversation", "shared"] = "conversation"
+    # stdio: what the server's process may use (rlimits, meworkd.mcp.limits).
+    limits: Limits | None = None
+    # stdio: run the server in a bubblewrap sandbox (meworkd.mcp.sandbox).
+    sandbox: Sandbox | None = None
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.sandbox is not None and self.sandbox.enabled
 
     @property
     def timeout(self) -> float:
@@ -144,6 +198,8 @@ class ServerConfig(Struct, rename="camel", omit_defaults=True, frozen=True):
             tuple(sorted(self.headers.items())),
             self.oauth,
             self.session_scope,  # a session opened for one scope must not serve the other
+            self.limits,
+            self.sandbox,
         )
 
 
@@ -162,6 +218,9 @@ class McpOptions(Struct, frozen=True):
     # A call still running this many seconds after it was sent returns to the model at once and
     # goes on in the background (calls.result has its outcome later); None: never.
     background_after_seconds: float | None = None
+    # Whether stdio entries added from now on (by hand, imported, from a registry) start
+    # sandboxed; the entries already there keep what they say.
+    sandbox_default: bool = False
 
 
 class Preset(Struct, rename="camel", omit_defaults=True, frozen=True):

@@ -14,7 +14,9 @@ import msgspec
 from meworkd.base.errors import InvalidSettings
 from meworkd.settings.hooks import parse_hook_set
 from meworkd.settings.jsonc import as_json
+from meworkd.settings.limitscheck import limits_problems, sandbox_problems
 from meworkd.settings.model import (
+    LIMIT_RANGES,
     LOG_LEVELS,
     McpOptions,
     Preset,
@@ -221,6 +223,8 @@ def parse_server(name: str, raw: object) -> ServerConfig:
     except ValueError as exc:
         raise InvalidSettings(f"{name}.{exc}") from None
     typos = misspelled_keys(name, raw)
+    if isinstance(raw.get("limits"), dict):
+        typos += misspelled_keys(f"{name}.limits", raw["limits"], LIMIT_RANGES)
     try:
         config = msgspec.convert({**raw, "type": kind}, ServerConfig)
     except msgspec.ValidationError as exc:
@@ -244,6 +248,8 @@ def parse_server(name: str, raw: object) -> ServerConfig:
     if config.log_level is not None and config.log_level not in LOG_LEVELS:
         problems.append(f"{name}.logLevel: expected one of {', '.join(LOG_LEVELS)}")
     problems += oauth_problems(name, kind, config.oauth)
+    problems += limits_problems(name, kind, config.limits)
+    problems += sandbox_problems(name, kind, config.sandbox)
     for key, patterns in (
         ("disabledTools", config.disabled_tools),
         ("alwaysAllowTools", config.always_allow_tools),

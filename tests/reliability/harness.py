@@ -1,8 +1,9 @@
 """The reliability suite's harness: a real ``meworkd`` subprocess, raw sockets and process scans.
 
 Everything here talks to real processes. :class:`DaemonProc` runs the ``meworkd`` console script
-(so RSS, fds and children measured through ``/proc`` are the daemon's alone) and waits for its
-``READY=1`` datagram on a ``NOTIFY_SOCKET`` instead of polling the control socket. Every server
+(so RSS, fds and children measured through ``/proc`` are the daemon's alone) through the one
+process starter, :func:`tests.daemons.start_meworkd`, which waits for its ``READY=1`` datagram
+on a ``NOTIFY_SOCKET`` instead of polling the control socket. Every server
 entry the suite writes carries ``MW_REL_MARK=<token>`` in its ``env``; the environment is
 inherited by every descendant (grandchildren included), so :func:`marked_pids` finds whatever a
 fixture server left behind by scanning ``/proc/*/environ``.
@@ -26,7 +27,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -51,11 +51,11 @@ from tests.common import (
     PY,
     RAW_BAD,
     SERVERS,
-    START_BOUND,
     document,
     text_of,
     write_document,
 )
+from tests.daemons import MEWORKD, start_meworkd
 
 __all__ = [
     "BOUND",
@@ -87,8 +87,6 @@ __all__ = [
     "wait_until",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-MEWORKD = REPO / ".venv" / "bin" / "meworkd"
 LOCAL_SERVERS = Path(__file__).resolve().parent / "servers"
 MARK_VAR = "MW_REL_MARK"
 
@@ -145,49 +143,27 @@ class DaemonProc:
         """
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
-        notify_path = self.root / f"notify{self.starts}.sock"
         env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("XDG_", "MEWORK_", "LISTEN_", "NOTIFY_", "WATCHDOG_"))
         }
-        env.update(NOTIFY_SOCKET=str(notify_path), **dict(extra_env or {}))
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
-            notify.bind(str(notify_path))
-            notify.settimeout(0.5)
-            with self.log_path.open("ab") as log:
-                self.proc = subprocess.Popen(
-                    [
-                        str(MEWORKD),
-                        "--settings",
-                        str(self.settings),
-                        "--socket",
-                        str(self.socket),
-                        "--state-dir",
-                        str(self.state_dir),
-                        "--log-level",
-                        log_level,
-                    ],
+        env.update(extra_env or {})
+        argv = ["--settings", str(self.settings), "--socket", str(self.socket)]
+        argv += ["--state-dir", str(self.state_dir), "--log-level", log_level]
+        with self.log_path.open("ab") as log:
+            try:
+                self.proc, notices = start_meworkd(
+                    *argv,
                     env=env,
-                    stdin=subprocess.DEVNULL,
+                    notify=self.root / f"notify{self.starts}.sock",
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     preexec_fn=preexec,
                 )
-            deadline = time.monotonic() + START_BOUND
-            while time.monotonic() < deadline:
-                try:
-                    message = notify.recv(4096)
-                except TimeoutError:
-                    if self.proc.poll() is not None:
-                        raise AssertionError(
-                            f"meworkd exited with {self.proc.returncode}:\n{self.log_tail()}"
-                        ) from None
-                    continue
-                if b"READY=1" in message.split(b"\n"):
-                    return
-            self.kill()
-            raise AssertionError(f"meworkd sent no READY=1 within {START_BOUND} s")
+            except AssertionError as failed:
+                raise AssertionError(f"{failed}\n{self.log_tail()}") from None
+        notices.close()
 
     @property
     def pid(self) -> int:

@@ -28,6 +28,7 @@ import pytest
 from mework_client import Client, DaemonNotRunning, RpcError
 from mework_client.aio import connect
 
+from tests.common import START_BOUND
 from tests.reliability.harness import (
     BOUND,
     FAKE,
@@ -105,7 +106,8 @@ def _unsafe_socket_dir(root: Path, case: str) -> Path:
 def run_meworkd(
     root: Path, socket_path: Path | None, **popen: Any
 ) -> subprocess.CompletedProcess[str]:
-    """``meworkd`` expected to exit by itself (bounded); ``socket_path`` None: the default."""
+    """``meworkd`` expected to exit by itself, within the one start-up bound (``START_BOUND``:
+    its refusal comes at start-up, after the imports); ``socket_path`` None: the default."""
     argv = [str(MEWORKD), *(["--socket", str(socket_path)] if socket_path else [])]
     argv += [
         "--settings",
@@ -116,7 +118,7 @@ def run_meworkd(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOTIFY_", "LISTEN_"))}
     env |= popen.pop("env", {})
     return subprocess.run(
-        argv, env=env, capture_output=True, text=True, timeout=BOUND, check=False, **popen
+        argv, env=env, capture_output=True, text=True, timeout=START_BOUND, check=False, **popen
     )
 
 

@@ -212,7 +212,7 @@ async def test_a_half_sent_line_times_out(short_tmp: Path) -> None:
     """Half a line, then silence: after the idle timeout the peer gets an error and EOF."""
     env = make_env(short_tmp)
     async with running_daemon(env) as daemon:
-        daemon.rpc.line_idle_timeout = 0.5
+        daemon.rpc.line_timeout = 0.5
         async with raw_session(env.socket) as a:
             await a.send(b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"')
             reply = await a.receive()

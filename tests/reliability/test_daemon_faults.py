@@ -43,8 +43,10 @@ WRITER = str(Path(__file__).resolve().parent / "settings_writer.py")
 
 
 def _config_view(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """servers.list without what depends on live sessions."""
-    return [{k: v for k, v in s.items() if k not in ("status", "sessions")} for s in servers]
+    """servers.list without what depends on live sessions (``cost``: from the tools a server
+    reported to this daemon, kept in memory)."""
+    volatile = ("status", "sessions", "cost")
+    return [{k: v for k, v in s.items() if k not in volatile} for s in servers]
 
 
 def _settings_servers(path: Path) -> list[str]:

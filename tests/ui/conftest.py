@@ -9,7 +9,6 @@ each app in a loop of its own. That process logs to a file: a pipe nobody reads 
 stall it.
 """
 
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,8 +17,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tests.daemon_fixture import MEWORKD, make_env, wait_for_socket, xdg_environ
+from tests.daemon_fixture import make_env, xdg_environ
 from tests.daemon_helpers import start_daemon
+from tests.daemons import start_meworkd, stop_meworkd
 
 
 class UiDaemon(NamedTuple):
@@ -33,23 +33,14 @@ def meworkd_process(document: Mapping[str, Any]) -> Iterator[UiDaemon]:
     with tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
         env = make_env(Path(d), document)
         with (Path(d) / "meworkd.log").open("wb") as log:
-            proc = subprocess.Popen(
-                [str(MEWORKD)],
-                env=xdg_environ(env),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
+            proc, notices = start_meworkd(
+                env=xdg_environ(env), notify=Path(d) / "notify", stdout=log, stderr=log
             )
+            notices.close()
             try:
-                wait_for_socket(proc, env.socket)
                 yield UiDaemon(env.socket, env.settings)
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:  # never leave a daemon behind
-                    proc.kill()
-                    proc.wait(10)
+                stop_meworkd(proc)
 
 
 @pytest.fixture(scope="package")

@@ -39,6 +39,7 @@ CARD = {k: WAITING[k] for k in ("conversationId", "turnId", "callId", "server", 
 TABS = {  # the detail page's tabs in ctrl+n order, with the keys each must show
     "general": {"ctrl+t"},
     "tools": {"space", "a", "w"},
+    "rules": {"delete"},
     "prompts": {"ctrl+g"},
     "resources": set(),
     "logs": set(),

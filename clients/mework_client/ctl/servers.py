@@ -1,17 +1,14 @@
 """meworkctl's ``servers`` group: the server registry (list, show, add, import, enable, ...).
 
 The commands that dial a server (``test``, ``tools``, ``logs``) are in
-:mod:`mework_client.ctl.servers_probe`.
+:mod:`mework_client.ctl.servers_probe`; how a server is shown, in
+:mod:`mework_client.ctl.servers_view`.
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
-from collections.abc import Mapping
 from typing import Any
-
-from mework_protocol.wording import server_state
 
 from mework_client.ctl.command import (
     EXIT_OK,
@@ -27,23 +24,9 @@ from mework_client.ctl.command import (
     say,
     show,
 )
-from mework_client.ctl.layout import (
-    DESCRIPTION_WIDTH,
-    DIM,
-    GREEN,
-    PLAIN,
-    RED,
-    Cell,
-    Style,
-    format_table,
-    items,
-    key_values,
-    obj,
-    truncate,
-    when,
-)
+from mework_client.ctl.layout import Style, obj
 from mework_client.ctl.servers_import import format_import, run_import
-from mework_client.ctl.settings_state import in_own_words, settings_lines
+from mework_client.ctl.servers_view import format_server, format_servers, server_label
 
 __all__ = [
     "COMMANDS",
@@ -61,94 +44,6 @@ NEW_NAME = arg("name", metavar="NAME", help="the new server's name")
 DIALING = "connecting to {name}"
 TOOL = arg("tool", metavar="TOOL", help="the tool's original name (as the server lists it)")
 REVEAL = arg("--reveal", action="store_true", help="show secret env and header values")
-_STATUS_COLOURS = {"enabled": GREEN, "invalid": RED, "disabled": DIM}
-
-
-def _command_line(entry: Mapping[str, Any]) -> str:
-    if entry.get("url"):
-        return str(entry["url"])
-    if not entry.get("command"):
-        return ""
-    return shlex.join([str(entry["command"]), *map(str, entry.get("args") or [])])
-
-
-def _status_cell(entry: Mapping[str, Any]) -> Cell:
-    """The status in the words every frontend uses (a last failure shows as failed)."""
-    state = server_state(entry)
-    colour = RED if state.startswith("failed") else _STATUS_COLOURS.get(state, "")
-    return Cell(state, colour)
-
-
-def format_servers(result: Any, style: Style = PLAIN) -> str:
-    servers = items(result, "servers")
-    problems = settings_lines(result, style, entries=False)
-    if not servers:
-        empty = "No MCP servers are registered. Add one with: meworkctl servers add NAME -- COMMAND"
-        return "\n".join([empty, *problems])
-    rows = [
-        [
-            s.get("name"),
-            s.get("type"),
-            s.get("enabled"),
-            _status_cell(s),
-            truncate(_command_line(s), DESCRIPTION_WIDTH),
-        ]
-        for s in servers
-    ]
-    lines = [format_table(["NAME", "TYPE", "ENABLED", "STATUS", "COMMAND/URL"], rows, style)]
-    lines += [
-        style.red(f"{s.get('name')}: {in_own_words(s['error'])}") for s in servers if s.get("error")
-    ]
-    return "\n".join(lines + problems)
-
-
-def _pairs_text(values: object) -> list[str] | None:
-    if not isinstance(values, dict) or not values:
-        return None
-    return [f"{k}={v}" for k, v in values.items()]
-
-
-def server_label(info: Mapping[str, Any]) -> str | None:
-    """``name version`` from a server's ``serverInfo`` (what it told about itself)."""
-    return " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or None
-
-
-def format_server(result: Any, style: Style = PLAIN) -> str:
-    r = obj(result)
-    raw = obj(r.get("server"))
-    info = obj(r.get("serverInfo"))
-    tested = server_label(info)
-    if tested and info.get("testedAt"):
-        tested += f" (tested {when(info['testedAt'])})"
-    timeout = r.get("timeoutSeconds", raw.get("timeoutSeconds"))
-    text = key_values(
-        [
-            ("name", r.get("name")),
-            ("type", r.get("type")),
-            ("status", server_state(r) if r.get("status") else None),
-            ("description", r.get("description")),
-            ("command", _command_line(r) if r.get("command") else None),
-            ("url", r.get("url")),
-            ("cwd", raw.get("cwd")),
-            ("env", _pairs_text(raw.get("env"))),
-            ("headers", _pairs_text(raw.get("headers"))),
-            ("timeout", f"{timeout:g} s" if isinstance(timeout, int | float) else timeout),
-            ("long running", r.get("longRunning") or None),
-            ("tools off", r.get("disabledTools") or None),
-            ("always ask", r.get("disabledAutoApproveTools") or None),
-            ("server", tested),
-        ],
-        style,
-    )
-    if r.get("error"):
-        text += "\n" + style.red(f"error: {in_own_words(r['error'])}")
-    last = r.get("lastError")
-    if isinstance(last, dict) and server_state(r).startswith("failed"):
-        text += "\n" + style.red(f"last error: {in_own_words(last.get('error') or '')}")
-    # This entry's own error is shown above; the file's state and other problems follow.
-    for line in settings_lines(r, style, entries=False):
-        text += "\n" + line
-    return text
 
 
 def _server_params(args: Args) -> dict[str, Any]:
@@ -340,7 +235,8 @@ COMMANDS: tuple[Command, ...] = (
         "servers import",
         "import servers from another MCP host's JSON document",
         "meworkctl servers import ~/.cursor/mcp.json\n  pbpaste | meworkctl servers import -\n"
-        "  meworkctl servers import .vscode/mcp.json --input api-key='${API_KEY}'",
+        "  meworkctl servers import .vscode/mcp.json --input api-key='${API_KEY}'\n"
+        "  meworkctl servers import .claude/settings.json --dry-run",
         method="servers.import",
         args=(
             arg("file", metavar="FILE", help="the JSON file, or - for stdin"),
@@ -365,6 +261,9 @@ COMMANDS: tuple[Command, ...] = (
         details="Reads Claude Desktop/Claude Code/Cursor/Windsurf/Cline/Roo/Gemini CLI "
         '{"mcpServers": ...}, VS Code {"servers": ...}, Zed {"context_servers": ...}, Goose '
         '{"extensions": ...} (as JSON), Continue\'s mcpServers list or a bare map of servers. '
+        "Claude Code's permission rules for MCP tools (permissions.allow/deny/ask of a "
+        ".claude/settings.json: mcp__server__tool) become the servers' alwaysAllowTools, "
+        "disabledTools and disabledAutoApproveTools, each listed as a rule line. "
         "Fields meworkd does not use are listed as warnings. Values the document asks for with "
         "${input:ID} are asked on the terminal (or given with --input). Names that appear twice "
         "are reported, not merged. Exits 1 if any entry was rejected or an input is missing.",

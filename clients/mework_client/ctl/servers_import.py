@@ -52,18 +52,43 @@ def format_import(result: Any, style: Style = PLAIN) -> str:
         f"{len(r.get(k) or [])} {k}" for k in ("added", "replaced", "skipped", "rejected")
     )
     nothing = "Nothing would be imported." if r.get("dryRun") else "Nothing imported."
-    lines = [format_table(["RESULT", "NAME", "REASON"], rows, style)] if rows else [nothing]
+    lines = [format_table(["RESULT", "NAME", "REASON"], rows, style)] if rows else []
+    if not rows and not r.get("rules"):
+        lines.append(nothing)
     if r.get("duplicates"):
         dupes = ", ".join(map(str, r["duplicates"]))
         lines.append(style.red(f"duplicate names in the document (not imported): {dupes}"))
+    for rule in r.get("rules") or []:
+        lines.append(style.green(_rule_line(obj(rule), bool(r.get("dryRun")))))
     for w in r.get("warnings") or []:
-        lines.append(f"warning: {w.get('name')}.{w.get('field')}: {w.get('message')}")
+        where = f"{w['name']}.{w.get('field')}" if w.get("name") else str(w.get("field"))
+        lines.append(f"warning: {where}: {w.get('message')}")
     for need in r.get("needsInputs") or []:
         servers = ", ".join(map(str, need.get("servers") or []))
         lines.append(style.red(f"needs input {need.get('id')} (not imported): {servers}"))
+    if r.get("rules"):
+        counts += ", " + plural(len(r["rules"]), "tool rule")
     suffix = f" (format: {r['format']})" if r.get("format") else ""
     lines.append(("dry run: " if r.get("dryRun") else "") + counts + suffix)
     return "\n".join(lines)
+
+
+_RULE_WORDS = {
+    "alwaysAllowTools": "runs without asking",
+    "disabledTools": "is never offered nor callable",
+    "disabledAutoApproveTools": "asks every time",
+}
+
+
+def _rule_line(rule: dict[str, Any], dry_run: bool) -> str:
+    """A Claude Code permission rule carried over, as what it will do here."""
+    field, pattern = rule.get("field"), rule.get("pattern")
+    what = "every tool" if pattern == "*" else f"{pattern!r}"
+    verb = "would join" if dry_run else "joined"
+    return (
+        f"rule: {rule.get('server')}: {what} {_RULE_WORDS.get(str(field), '')} ({pattern} "
+        f"{verb} {field}; from permissions.{rule.get('list')} {rule.get('rule')})"
+    )
 
 
 def import_failed(result: Any) -> str | None:

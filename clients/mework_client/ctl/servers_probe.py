@@ -86,6 +86,11 @@ def format_test(result: Any, style: Style = PLAIN, *, tools_only: bool = False) 
             style,
         ),
     ]
+    sandbox = obj(r.get("sandbox"))
+    if sandbox:
+        writes = ", ".join(str(p) for p in sandbox.get("write") or []) or "nothing but its /tmp"
+        network = "with network" if sandbox.get("network") else "no network"
+        parts.append(f"Sandboxed (bubblewrap): {network}; writes {writes}")
     for section, error in obj(r.get("sectionErrors")).items():
         parts.append(style.red(f"{section} could not be listed: {error}"))
     problems = r.get("problems") or []

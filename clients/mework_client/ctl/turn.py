@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mework_protocol.failures import failure_error
+from mework_protocol.wording import byte_size, token_estimate
 
 from mework_client.ctl.command import (
     Args,
@@ -35,7 +36,14 @@ from mework_client.ctl.layout import (
 )
 from mework_client.ctl.words import in_own_words
 
-__all__ = ["COMMANDS", "format_background", "format_call", "format_turn", "format_turns"]
+__all__ = [
+    "COMMANDS",
+    "format_background",
+    "format_call",
+    "format_costs",
+    "format_turn",
+    "format_turns",
+]
 
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
 
@@ -65,11 +73,37 @@ def format_turn(result: Any, style: Style = PLAIN) -> str:
         key_values([("turn", r.get("turnId"))], style),
         listing("Tools", ["NAME", "SERVER", "TOOL", "DESCRIPTION"], rows, style),
     ]
+    if costs := items(r, "costs"):
+        lines.append(format_costs(costs, style))
     for failure in items(r, "failures"):
         # The failure's kind (command_not_found, ...) is for programs: --json has it.
         said = in_own_words(failure_error(failure) or "failed")
         lines.append(style.red(f"{failure.get('server')}: {said}"))
     return "\n".join(lines)
+
+
+def format_costs(costs: list[dict[str, Any]], style: Style = PLAIN) -> str:
+    """What each server's tools cost the turn (``turns.begin`` ``costs``), costliest first.
+
+    ``offered`` and ``deferred`` are read when the daemon sends them (a daemon that defers
+    nothing may send ``tools`` alone).
+    """
+    deferred = any("deferred" in c for c in costs)
+    headers = ["SERVER", "OFFERED", *(["DEFERRED"] * deferred), "DEFINITIONS", "EST. TOKENS"]
+    rows: list[list[object]] = []
+    for cost in costs:
+        offered = cost.get("offered", cost.get("tools"))
+        rows.append(
+            [
+                cost.get("server"),
+                offered,
+                *([cost.get("deferred", 0)] * deferred),
+                byte_size(cost.get("bytes")),
+                token_estimate(cost.get("tokensEstimate"), unit=False),
+            ]
+        )
+    note = style.dim("(tokens: bytes / 4, an estimate; the model's tokenizer differs)")
+    return listing("Cost per server", headers, rows, style) + "\n" + note
 
 
 def _decoded_size(data: object) -> int:

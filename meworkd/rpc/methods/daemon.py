@@ -14,8 +14,9 @@ group: MethodGroup[Services, Connection] = MethodGroup()
 
 
 @group.add("daemon.status")
-async def status(s: Services, _conn: Connection, _p: NoParams) -> dict[str, Any]:
-    return s.daemon.status()
+async def status(s: Services, conn: Connection, _p: NoParams) -> dict[str, Any]:
+    # The control socket's own figure (meworkd.rpc.holdings) beside the core's.
+    return {**s.daemon.status(), "rpcMemory": conn.account.daemon_wide()}
 
 
 @group.add("daemon.shutdown")

@@ -12,9 +12,7 @@ from mework_protocol.params import (
 )
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from meworkd.base.errors import TurnNotFound
 from meworkd.core.toolcall import new_call_id
-from meworkd.core.turns import Turns
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.services import Services
 from meworkd.rpc.table import MethodGroup
@@ -35,21 +33,12 @@ async def call_tool(s: Services, conn: Connection, p: CallToolParams) -> msgspec
     # Tokens, not bound_contextvars: that one copies the whole context first (bench B1).
     tokens = bind_contextvars(turn=p.turn_id)
     turns = s.turns
-    call_id = p.call_id or new_call_id()  # named here, so that a hang-up can cancel it
+    call_id = p.call_id or new_call_id()  # named here, so that a hang-up can name it
     try:
-        # A frontend that goes away while its call waits (for approval, for the server) takes
-        # the call with it, as its Ctrl-C would: nobody is left to receive the result.
-        with conn.while_open(lambda: _cancel_quietly(turns, p.turn_id, call_id)):
+        with conn.while_open(lambda: turns.caller_gone(p.turn_id, call_id)):
             return await turns.call_tool(p.turn_id, p.name, p.arguments, call_id)
     finally:
         reset_contextvars(**tokens)
-
-
-def _cancel_quietly(turns: Turns, turn_id: str, call_id: str) -> None:
-    try:
-        turns.cancel(turn_id, call_id)
-    except TurnNotFound:
-        pass  # the turn ended meanwhile, and its calls with it
 
 
 @group.add("turns.cancel", CancelParams)

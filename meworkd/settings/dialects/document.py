@@ -3,9 +3,10 @@
 Accepted: ``{"mcpServers": {...}}`` (Claude Desktop, Claude Code's ``.mcp.json``, Cursor,
 Windsurf, Cline, Roo, Gemini CLI), Continue's ``{"mcpServers": [...]}`` list, VS Code's
 ``{"servers": {...}, "inputs": [...]}`` (also inside its settings' ``"mcp"`` object), Zed's
-``{"context_servers": {...}}``, Goose's ``{"extensions": {...}}`` (its YAML, converted to JSON)
-and a bare map of servers. Duplicate names are found in the JSON text itself, because a JSON
-parser silently keeps the last one.
+``{"context_servers": {...}}``, Goose's ``{"extensions": {...}}`` (its YAML, converted to JSON),
+a bare map of servers, and Claude Code's ``.claude/settings.json``, whose ``permissions`` rules
+for MCP tools become per-tool rules (:mod:`.permissions`). Duplicate names are found in the
+JSON text itself, because a JSON parser silently keeps the last one.
 """
 
 import re
@@ -16,6 +17,7 @@ from typing import Any
 from meworkd.base.errors import InvalidParams
 from meworkd.settings.dialects.fields import GEMINI_KEYS, Rejected, translate
 from meworkd.settings.dialects.inputs import declared_inputs, references, substitute
+from meworkd.settings.dialects.permissions import mcp_rule_count, read_permissions
 from meworkd.settings.pasted import loads_pasted, plain_json
 
 __all__ = ["ImportDocument", "parse_import"]
@@ -41,6 +43,9 @@ class ImportDocument:
     rejected: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     needs_inputs: list[dict[str, Any]] = field(default_factory=list)
+    # Claude Code's permission rules for MCP tools, by list (allow, deny, ask), resolved
+    # against the server names when the import is applied.
+    permissions: dict[str, list[str]] = field(default_factory=dict)
 
 
 def parse_import(text: str, inputs: Mapping[str, str] | None = None) -> ImportDocument:
@@ -52,6 +57,12 @@ def parse_import(text: str, inputs: Mapping[str, str] | None = None) -> ImportDo
     doc = _load(text)
     if isinstance(doc.get("mcp"), dict) and isinstance(doc["mcp"].get("servers"), dict):
         doc = doc["mcp"]  # VS Code's user settings.json keeps them under "mcp"
+    permissions, permission_warnings = read_permissions(doc)
+    if mcp_rule_count(permissions) and not any(key in doc for key, _fmt in _CONTAINERS):
+        # Claude Code's settings.json: rules only, for servers registered already.
+        result = ImportDocument(format="claudeSettings", permissions=permissions)
+        result.warnings += permission_warnings
+        return result
     fmt, container, servers = _servers_of(doc)
     if container in getattr(doc, "duplicates", ()):
         # json keeps the last block only: the servers of the others would vanish silently.
@@ -59,7 +70,7 @@ def parse_import(text: str, inputs: Mapping[str, str] | None = None) -> ImportDo
             f'"{container}" appears more than once in the document; merge them into one',
             duplicates=[container],
         )
-    result = ImportDocument(format=fmt)
+    result = ImportDocument(format=fmt, permissions=permissions)
     if isinstance(servers, list):
         servers = _named_list(servers, result)
     result.duplicates += list(getattr(servers, "duplicates", ()))
@@ -71,6 +82,7 @@ def parse_import(text: str, inputs: Mapping[str, str] | None = None) -> ImportDo
     for name, raw in servers.items():
         _read_entry(result, name, raw, dialect)
     _resolve_inputs(result, declared_inputs(doc.get("inputs")), inputs or {})
+    result.warnings += permission_warnings
     return result
 
 
@@ -106,7 +118,7 @@ def _servers_of(doc: dict[str, Any]) -> tuple[str, str | None, Any]:
         )
     raise InvalidParams(
         "found no servers: expected mcpServers, servers, context_servers, extensions, "
-        "or a map of servers"
+        "a map of servers, or Claude Code's permissions with mcp__ rules"
     )
 
 
