@@ -93,6 +93,8 @@ async def test_a_view_is_read_with_its_declarations_input_and_result(mw: Harness
     assert view["domain"] is None
     assert view["meta"]["ui"]["prefersBorder"] is True  # _meta kept: views need it
     assert view["toolInput"] == {"arguments": {"start": 3}}
+    assert view["toolDefinition"]["description"] == "Show a counter view"
+    assert view["toolDefinition"]["inputSchema"]["properties"]["start"]["type"] == "integer"
     assert text_of(view["toolResult"]) == "counter starts at 3"
     # Without the turn: the latest call of that id.
     assert (await mw.call("apps.view", {"callId": "show-1"}))["turnId"] == turn["turnId"]

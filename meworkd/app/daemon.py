@@ -151,6 +151,7 @@ class Daemon:
                 self.bus,
                 self.turns,
                 self.redactor.redact_value,
+                self.inventory,
             ),
             approvals=self.approvals,
             asks=self.asks,

@@ -25,6 +25,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.approvals.policy import DecidedBy, requires_user_interaction
 from meworkd.core.callrecord import CallRecord
 from meworkd.core.catalog import Binding, tool_name
+from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
@@ -80,6 +81,7 @@ class Apps:
         bus: EventBus,
         turns: Turns,
         redact: Redact,
+        inventory: Inventory | None = None,
     ) -> None:
         self._store = store
         self._pool = pool
@@ -87,6 +89,7 @@ class Apps:
         self._bus = bus
         self._turns = turns
         self._redact = redact
+        self._inventory = inventory or Inventory()  # the tools' definitions, for the view
         self._busy: Counter[tuple[str, str]] = Counter()
 
     # --- lookups -------------------------------------------------------------------------
@@ -147,6 +150,7 @@ class Apps:
             "resourceUri": uri,
             "visibility": list(found.view.visibility),
             **view,
+            "toolDefinition": self._definition(call.server, call.tool),
             "toolInput": {"arguments": found.arguments},
             "toolResult": found.result,
         }
@@ -182,6 +186,15 @@ class Apps:
             "toolResult": None,
         }
         return self._redact(out)  # type: ignore[return-value]
+
+    def _definition(self, server: str, tool: str) -> dict[str, Any]:
+        """The tool as the server last listed it (the view's ``hostContext.toolInfo.tool``)."""
+        listed = self._inventory.get(server).get("tools") or []
+        entry = next((t for t in listed if t.get("name") == tool), None)
+        if entry is None:
+            return {"name": tool, "inputSchema": {"type": "object"}}
+        keys = ("name", "title", "description", "inputSchema", "annotations")
+        return {k: entry[k] for k in keys if k in entry}
 
     # --- what the view asks --------------------------------------------------------------
 

@@ -44,7 +44,7 @@
   function hostContext() {
     var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
     return {
-      toolInfo: {id: view.callId, tool: {name: view.tool, inputSchema: {type: "object"}}},
+      toolInfo: {id: view.callId, tool: view.toolDefinition || {name: view.tool, inputSchema: {type: "object"}}},
       theme: dark ? "dark" : "light",
       displayMode: "inline",
       availableDisplayModes: ["inline"],
