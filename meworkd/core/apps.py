@@ -102,10 +102,16 @@ class Apps:
         return found
 
     def _config(self, found: ViewCall) -> ServerConfig:
+        """The view's server's entry, while it is enabled and its conversation selects it."""
         server = found.call.server
         config = self._store.settings.servers.get(server)
-        if config is None or not config.enabled:
-            raise ViewCallRefused(f"the view's server {server} is removed or disabled")
+        selection = self._db.get_conversation(found.call.conversation_id).mcp_servers
+        if config is None or not config.enabled or server not in selection:
+            raise ViewCallRefused(
+                f"the view's server {server} is removed, disabled or no longer selected in its "
+                "conversation",
+                reason="server_gone",
+            )
         return config
 
     @contextmanager
