@@ -98,6 +98,7 @@ async def test_levels_ask_or_run(mw: Harness) -> None:
             "name": echo,
             "server": "k",
             "tool": "echo",
+            "origin": "model",
             "arguments": {"text": level},
             "reason": f"approval level {level} asks for every call",
             "hookMayDecide": True,

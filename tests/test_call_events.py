@@ -35,6 +35,7 @@ STARTED_KEYS = {
     "tool",
     "name",
     "argumentsDigest",
+    "origin",
     "time",
 }
 

@@ -949,6 +949,8 @@ def test_format_approvals_and_request() -> None:
     assert "… (300 more characters)" in request
     assert "y" * 201 not in request
     assert format_approvals({"approvals": []}) == "No pending approvals."
+    from_view = format_approval_request({**approval, "origin": "app"}).splitlines()
+    assert from_view[1] == "asked by the tool's view (MCP Apps), not by the model"
 
 
 def test_format_audit_and_conversations() -> None:

@@ -42,12 +42,20 @@ def test_wire_time_now_is_now() -> None:
     assert datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= before
 
 
+# A call's identity is taken by position (``*call[:7]``); who asked (``origin``, the last
+# field) is passed by name.
+IDENTITY = list(CallFields._fields[:-1])
+
+
 def test_call_fields_are_the_audit_entry_leading_fields_in_order() -> None:
     names = [f.name for f in dataclasses.fields(AuditEntry)]
-    assert list(CallFields._fields) == names[: len(CallFields._fields)]
+    assert CallFields._fields[-1] == "origin"
+    assert names[: len(IDENTITY)] == IDENTITY
+    assert "origin" in names
 
 
 def test_call_fields_are_record_request_positional_params_in_order() -> None:
     params = inspect.signature(AuditLog.record_request).parameters
     positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD][1:]
-    assert positional == list(CallFields._fields)
+    assert positional == IDENTITY
+    assert params["origin"].kind is inspect.Parameter.KEYWORD_ONLY

@@ -151,6 +151,7 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     approval_timeout_seconds: float | None = None
     question_timeout_seconds: float | None = None
     sampling: bool | None = None
+    apps: bool | None = None
     # Live sessions kept before the least recently used idle ones close (as in the file: > 0).
     max_live_sessions: Annotated[int, msgspec.Meta(gt=0)] | None = None
     # Whether stdio entries added from now on start sandboxed.
@@ -229,6 +230,48 @@ class SearchToolsParams(_Params):
     turn_id: str
     query: str
     limit: int | None = None
+
+
+class ViewParams(_Params):
+    """apps.view: the call whose view (``turnId`` optional: the latest call with that id)."""
+
+    call_id: str
+    turn_id: str | None = None
+
+
+class ViewOpenParams(_Params):
+    """apps.view: by the call (``callId``, ``turnId?``) or by ``conversationId``, ``server``
+    and ``resourceUri`` (a view read ahead of any call)."""
+
+    call_id: str | None = None
+    turn_id: str | None = None
+    conversation_id: str | None = None
+    server: str | None = None
+    resource_uri: str | None = None
+
+
+class ViewCallToolParams(ViewParams):
+    server: str = ""
+    name: str = ""
+    arguments: dict[str, Any] = {}
+
+
+class ViewReadParams(ViewParams):
+    uri: str = ""
+
+
+class ViewMessageParams(ViewParams):
+    role: str = "user"
+    content: Any = None
+
+
+class ViewContextParams(ViewParams):
+    content: Any = None
+    structured_content: Any = None
+
+
+class ViewLinkParams(ViewParams):
+    url: str = ""
 
 
 class CancelParams(_Params):

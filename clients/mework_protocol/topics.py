@@ -2,6 +2,7 @@
 
 __all__ = [
     "APPROVAL_TOPICS",
+    "APP_TOPICS",
     "CALL_TOPICS",
     "ELICITATION_TOPICS",
     "EVENTS_OVERFLOWED",
@@ -16,12 +17,16 @@ SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
 # A tool call put on record, its move to the background, and its outcome (the audit entry):
 # what a tool card follows.
 CALL_TOPICS = ("call.started", "call.backgrounded", "call.finished")
+# What a tool's MCP Apps view says for the chat (its frontend relays it): a message for the
+# conversation, the model context it wants, a link it asks to open (meworkd opens none).
+APP_TOPICS = ("app.message", "app.context", "app.openLink")
 # Everything a person may be asked (what `meworkctl requests watch` listens to).
 REQUEST_TOPICS = (*APPROVAL_TOPICS, *ELICITATION_TOPICS, *SAMPLING_TOPICS)
 TOPICS = frozenset(
     {
         *REQUEST_TOPICS,
         *CALL_TOPICS,
+        *APP_TOPICS,
         "server.changed",
         "settings.reloaded",
         "settings.invalid",

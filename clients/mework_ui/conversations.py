@@ -2,17 +2,20 @@
 
 from typing import Any, ClassVar, cast
 
+from mework_client import RpcError
 from mework_protocol.audit import is_question
 from mework_protocol.levels import APPROVAL_LEVELS
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
 from mework_ui.model import HasModel, Model, why_missing
 from mework_ui.rows import sync_rows
+from mework_ui.views import ViewOpener, viewable
 from mework_ui.words import call_card, check_summary, server_status
 
 __all__ = ["ConversationsScreen"]
@@ -34,12 +37,14 @@ class ConversationsScreen(Screen[None]):
         Binding("y", "answer('allow')", "Allow"),
         Binding("c", "answer('allow', 'conversation')", "Allow for chat", show=False),
         Binding("n", "answer('deny')", "Deny"),
+        Binding("v", "view", "View the last call's view", show=False),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.conversations: dict[str, dict[str, Any]] = {}
         self.chosen: str | None = None
+        self.views: ViewOpener | None = None  # the views opened from here (MCP Apps)
 
     @property
     def mework(self) -> Model:
@@ -129,6 +134,35 @@ class ConversationsScreen(Screen[None]):
         return item is not None and (
             parameters[-1] != "conversation" or bool(item.get("hookMayDecide"))
         )
+
+    @work(group="view", thread=True, exclusive=True)
+    def action_view(self) -> None:
+        """Open the view of the conversation's newest allowed call in the browser."""
+        card = viewable(self.mework.cards_of(self.chosen or ""))
+        if card is None:
+            self.app.call_from_thread(
+                self.notify, "no allowed tool call to view", severity="warning"
+            )
+            return
+        if self.views is None:
+            self.views = ViewOpener(self.mework.link.socket_path)
+        try:
+            url, opened = self.views.open(str(card.get("callId")), card.get("turnId"))
+        except RpcError as exc:
+            self.say_from_thread(exc.message, "warning")
+            return
+        except (OSError, ConnectionError):
+            self.say_from_thread("meworkd is not reachable", "error")
+            return
+        said = "opened in your browser" if opened else "served (open it in a browser)"
+        self.say_from_thread(f"the view of {card.get('tool')} is {said}: {url}")
+
+    def say_from_thread(self, text: str, severity: SeverityLevel = "information") -> None:
+        self.app.call_from_thread(self.notify, text, severity=severity)
+
+    def on_unmount(self) -> None:
+        if self.views is not None:
+            self.views.close()
 
     @work(group="answer")
     async def action_answer(self, decision: str, scope: str = "once") -> None:

@@ -24,6 +24,8 @@ __all__ = ["QuestionScreen", "approval_text"]
 
 def approval_text(item: dict[str, Any], position: str) -> str:
     mandatory = "" if item.get("hookMayDecide", True) else "⚑ mandatory: asks every call · "
+    if item.get("origin") == "app":
+        mandatory = "asked by the tool's view · " + mandatory
     return (
         f"Approval {position} · conversation {item.get('conversationId')}\n"
         f"{item.get('server')} › {item.get('tool')}   {item.get('name')}\n"

@@ -144,6 +144,8 @@ def _duration(ms: float) -> str:
 def call_card(card: dict[str, Any], waiting: bool) -> str:
     """A tool call in one line: server · tool · what was decided and by whom · time · size."""
     head = f"{card.get('server') or '?'} · {card.get('tool') or card.get('name') or '?'}"
+    if card.get("origin") == "app":
+        head += " (asked by its view)"
     decision, by = card.get("decision"), card.get("decidedBy")
     if decision == "requested":
         if waiting:

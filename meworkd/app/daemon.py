@@ -29,6 +29,7 @@ from meworkd.base.gauge import Gauge
 from meworkd.base.log import Redactor, get_logger
 from meworkd.base.procgroup import kill_tree, orphans
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.inspect import Inventory
@@ -145,6 +146,15 @@ class Daemon:
                 self.redactor.redact_value,
             ),
             turns=self.turns,
+            apps=Apps(
+                self.store,
+                self.pool,
+                self.state_db,
+                self.bus,
+                self.turns,
+                self.redactor.redact_value,
+                self.inventory,
+            ),
             approvals=self.approvals,
             asks=self.asks,
             registries=Registries(self.store, self.paths.state_dir, self.environ),

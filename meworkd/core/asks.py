@@ -133,6 +133,10 @@ class ServerAsks:
     def sampling(self) -> bool:
         return self._store.settings.mcp.sampling
 
+    @property
+    def apps(self) -> bool:
+        return self._store.settings.mcp.apps
+
     def _watched(self, topic: str) -> bool:
         return self._bus.watching(topic) > 0
 

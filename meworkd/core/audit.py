@@ -56,11 +56,14 @@ class AuditEntry:
     is_error: bool | None
     # The call's ``requested`` record (record_request), which this outcome completes.
     request_id: int | None = None
+    # Who asked for a tool call: "model" or "app" (a tool's view); None for a server's question
+    # and for calls recorded before meworkd kept it.
+    origin: str | None = None
 
 
 _REQUEST_COLUMNS = (
-    "time, conversation_id, turn_id, call_id, server, tool, name, arguments_digest, decision, "
-    "decided_by"
+    "time, conversation_id, turn_id, call_id, server, tool, name, arguments_digest, origin, "
+    "decision, decided_by"
 )
 
 
@@ -76,6 +79,7 @@ def audit_view(entry_id: int, time: str, entry: AuditEntry) -> dict[str, Any]:
         "tool": entry.tool,
         "name": entry.name,
         "argumentsDigest": entry.arguments_digest,
+        "origin": entry.origin,
         "decision": entry.decision,
         "decidedBy": entry.decided_by or None,  # None while only requested
         "reason": entry.reason,
@@ -153,6 +157,7 @@ class AuditLog:
         name: str,
         arguments_digest: str,
         *,
+        origin: str = "model",
         at: str | None = None,
     ) -> int:
         """Write a call's ``requested`` record now, before it is sent; its id for the outcome.
@@ -165,7 +170,7 @@ class AuditLog:
         """
         try:
             cursor = self._db.execute(
-                f"INSERT INTO audit ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
+                f"INSERT INTO audit ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
                 (
                     at or wire_time(),
                     conversation_id,
@@ -175,6 +180,7 @@ class AuditLog:
                     tool,
                     name,
                     arguments_digest,
+                    origin,
                     REQUESTED,
                 ),
             )
@@ -260,6 +266,7 @@ class AuditLog:
                 entry.tool,
                 entry.name,
                 entry.arguments_digest,
+                entry.origin,
                 *_outcome(entry),
             )
             for stamp, entry in pending
@@ -274,7 +281,7 @@ class AuditLog:
         try:
             self._db.executemany(
                 f"INSERT INTO audit ({_REQUEST_COLUMNS}, reason, duration_ms, reply_bytes, "
-                "is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 inserts,
             )
             self._db.executemany(
@@ -333,4 +340,5 @@ def _entry(row: sqlite3.Row) -> AuditEntry:
         duration_ms=row["duration_ms"],
         reply_bytes=row["reply_bytes"],
         is_error=None if row["is_error"] is None else bool(row["is_error"]),
+        origin=row["origin"],
     )

@@ -43,7 +43,7 @@ class CallRecord:
         self.call = call
         self._started = time.monotonic()
         self.time = wire_time()
-        self.id = db.record_request(*call, at=self.time)
+        self.id = db.record_request(*call[:7], origin=call.origin, at=self.time)
         self.allowed: Decision | None = None
         self.on_allowed: Callable[[], None] | None = None  # told when it is allowed to run
         self.moved = False  # it went on in the background after its caller had its reply
@@ -65,6 +65,7 @@ class CallRecord:
                 "tool": call.tool,
                 "name": call.name,
                 "argumentsDigest": call.arguments_digest,
+                "origin": call.origin,
                 "time": self.time,
             },
         )
@@ -96,7 +97,7 @@ class CallRecord:
             return
         self.finished = True
         entry = AuditEntry(
-            *self.call,  # ToolCall is AuditEntry's leading fields, in order
+            *self.call[:7],  # ToolCall's first seven are AuditEntry's leading fields, in order
             decision=decision,
             decided_by=decided_by.value,
             reason=reason,
@@ -104,6 +105,7 @@ class CallRecord:
             reply_bytes=reply_bytes,
             is_error=is_error,
             request_id=self.id,
+            origin=self.call.origin,
         )
         self._db.record(entry)
         self._bus.publish("call.finished", audit_view(self.id, self.time, entry))

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 from mework_protocol.failures import failure
 
 from meworkd.core.approvals.policy import requires_user_interaction
+from meworkd.core.viewref import ViewRef, view_ref
 from meworkd.mcp import ToolInfo
 from meworkd.settings import ServerConfig, Settings
 
@@ -45,6 +45,7 @@ __all__ = [
     "unbound",
     "was_shortened",
     "was_truncated",
+    "wire_bindings",
 ]
 
 SERVER_SLUG_LENGTH = 16
@@ -187,6 +188,7 @@ class Binding:
     requires_user: bool
     # The server's connection_key() when its tools were listed: a redefinition changes it.
     definition: tuple[object, ...] = ()
+    view: ViewRef | None = None  # its MCP Apps view reference (``_meta.ui``), with mcp.apps
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,8 @@ def bind(
                 # Never offered; Test connection and servers.tools show it as needing tasks
                 # (not a turn failure: the server works, and the model need not hear of it).
                 continue
+            if settings.mcp.apps and not _for_model(tool):
+                continue  # an MCP Apps tool only its view may call: never offered to the model
             pairs.append((server, tool.name))
             by_pair[(server, tool.name)] = tool
     bound, collisions = bind_names(pairs, redact)
@@ -227,7 +231,10 @@ def bind(
     for name, (server, tool_name_) in bound.items():
         tool = by_pair[(server, tool_name_)]
         meta = requires_user_interaction(tool.meta)
-        bindings[name] = Binding(server, tool_name_, tool.annotations, meta, definitions[server])
+        view = view_ref(tool.meta) if settings.mcp.apps else None
+        bindings[name] = Binding(
+            server, tool_name_, tool.annotations, meta, definitions[server], view
+        )
     problems = [
         server_failure(
             c.server,
@@ -238,6 +245,21 @@ def bind(
         for c in collisions
     ]
     return Catalog(bindings, _model_tools(bindings, by_pair, settings), problems)
+
+
+def _for_model(tool: ToolInfo) -> bool:
+    ref = view_ref(tool.meta)
+    return ref is None or ref.for_model
+
+
+def wire_bindings(bindings: dict[str, Binding]) -> dict[str, dict[str, Any]]:
+    """A turn's bindings as frontends get them (turns.begin): what each name stands for, and
+    the tool's MCP Apps view reference (``ui``) where it has one."""
+    return {
+        name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
+        | ({"ui": b.view.wire()} if b.view else {})
+        for name, b in bindings.items()
+    }
 
 
 def needs_tasks_reason(tool: str) -> str:
@@ -279,6 +301,7 @@ def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> B
                 tool.annotations,
                 requires_user_interaction(tool.meta),
                 config.connection_key(),
+                view_ref(tool.meta) if binding.view is not None else None,
             )
     return (
         f"server_redefined: the MCP server {binding.server} was redefined and no longer "
@@ -346,45 +369,4 @@ def system_prompt(
         "These MCP servers are connected to this conversation. Their tools are offered "
         "with names that start with mcp__<server>; calls that have side effects may ask "
         f"the user for approval first.{more}\n" + "\n".join(lines)
-    )
-
-
-def costs(
-    tools: Sequence[dict[str, Any]],
-    bindings: dict[str, Binding],
-    deferred: frozenset[str] = frozenset(),
-    sizes: Sequence[int] | None = None,
-) -> list[dict[str, Any]]:
-    """What each server's tools cost a turn: how many it has bound (``tools``), how many the
-    model is offered and how many are deferred behind tool search, the bytes of the offered
-    definitions as sent (``bytes``) and of the deferred ones (``deferredBytes``), with
-    ``tokensEstimate`` (offered bytes / 4, an estimate: tokenizers differ). ``sizes``: each
-    tool's encoded size, when the caller has them already."""
-    if sizes is None:
-        sizes = [len(msgspec.json.encode(tool)) for tool in tools]
-    per_server: dict[str, dict[str, Any]] = {}
-    for tool, size in zip(tools, sizes, strict=True):
-        server = bindings[tool["name"]].server
-        entry = per_server.setdefault(
-            server,
-            {
-                "server": server,
-                "tools": 0,
-                "offered": 0,
-                "deferred": 0,
-                "bytes": 0,
-                "deferredBytes": 0,
-            },
-        )
-        entry["tools"] += 1
-        if tool["name"] in deferred:
-            entry["deferred"] += 1
-            entry["deferredBytes"] += size
-        else:
-            entry["offered"] += 1
-            entry["bytes"] += size
-    for entry in per_server.values():
-        entry["tokensEstimate"] = entry["bytes"] // 4
-    return sorted(
-        per_server.values(), key=lambda e: (-e["bytes"], -e["deferredBytes"], e["server"])
     )

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from meworkd.core.catalog import tool_name
+from meworkd.core.viewref import view_ui
 from meworkd.mcp import InspectionRequest, SessionPool, ToolInfo, run_inspection
 from meworkd.settings import ServerConfig
 
@@ -37,6 +38,8 @@ def tool_entry(server: str, tool: ToolInfo) -> dict[str, Any]:
         entry["_meta"] = tool.meta
     if tool.needs_tasks:
         entry["execution"] = {"taskSupport": "required"}
+    if (ui := view_ui(tool.meta)) is not None:
+        entry["ui"] = ui  # an MCP Apps view (or a visibility)
     entry["boundName"] = tool_name(server, tool.name)
     return entry
 

@@ -8,6 +8,7 @@ from mework_protocol.failures import failure
 
 from meworkd.base.errors import MeworkError
 from meworkd.core.catalog import NAME_PATTERN, needs_tasks_reason, tool_name, was_truncated
+from meworkd.core.viewref import view_ui
 from meworkd.mcp import SessionPool, TalkFailed, describe
 from meworkd.settings import ServerConfig
 
@@ -128,6 +129,8 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
         await session.close(CLOSE_WAIT)
     for tool in report.tools:
         tool["boundName"] = tool_name(name, tool["name"])
+        if (ui := view_ui(tool.get("_meta"))) is not None:
+            tool["ui"] = ui  # an MCP Apps view (or a visibility)
     info = report.server_info
     result.update(
         ok=True,

@@ -1,4 +1,5 @@
-"""What a server's tools would cost a turn, from the tools it last reported (servers.list).
+"""What a server's tools cost a turn: in a turn (``turns.begin`` ``costs``), and from the tools
+it last reported (servers.list).
 
 The tools a turn would offer of the server (those ``disabledTools`` does not switch off and that
 do not need tasks), measured as ``turns.begin`` measures its ``costs``: the bytes of each
@@ -14,10 +15,10 @@ from typing import Any
 import msgspec
 
 from meworkd.core.approvals.policy import requires_user_interaction
-from meworkd.core.catalog import tool_name
+from meworkd.core.catalog import Binding, tool_name
 from meworkd.settings import ServerConfig
 
-__all__ = ["server_cost"]
+__all__ = ["costs", "server_cost"]
 
 
 def server_cost(
@@ -67,4 +68,45 @@ def _definition(
             "description": mandatory_prefix + description if mandatory else description,
             "inputSchema": tool.get("inputSchema"),
         }
+    )
+
+
+def costs(
+    tools: Sequence[dict[str, Any]],
+    bindings: dict[str, Binding],
+    deferred: frozenset[str] = frozenset(),
+    sizes: Sequence[int] | None = None,
+) -> list[dict[str, Any]]:
+    """What each server's tools cost a turn: how many it has bound (``tools``), how many the
+    model is offered and how many are deferred behind tool search, the bytes of the offered
+    definitions as sent (``bytes``) and of the deferred ones (``deferredBytes``), with
+    ``tokensEstimate`` (offered bytes / 4, an estimate: tokenizers differ). ``sizes``: each
+    tool's encoded size, when the caller has them already."""
+    if sizes is None:
+        sizes = [len(msgspec.json.encode(tool)) for tool in tools]
+    per_server: dict[str, dict[str, Any]] = {}
+    for tool, size in zip(tools, sizes, strict=True):
+        server = bindings[tool["name"]].server
+        entry = per_server.setdefault(
+            server,
+            {
+                "server": server,
+                "tools": 0,
+                "offered": 0,
+                "deferred": 0,
+                "bytes": 0,
+                "deferredBytes": 0,
+            },
+        )
+        entry["tools"] += 1
+        if tool["name"] in deferred:
+            entry["deferred"] += 1
+            entry["deferredBytes"] += size
+        else:
+            entry["offered"] += 1
+            entry["bytes"] += size
+    for entry in per_server.values():
+        entry["tokensEstimate"] = entry["bytes"] // 4
+    return sorted(
+        per_server.values(), key=lambda e: (-e["bytes"], -e["deferredBytes"], e["server"])
     )

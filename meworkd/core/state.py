@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS audit (
     reason TEXT,
     duration_ms REAL,
     reply_bytes INTEGER,
-    is_error INTEGER
+    is_error INTEGER,
+    origin TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_conversation ON audit (conversation_id, id);
 """
@@ -72,6 +73,8 @@ def _prepare(db: sqlite3.Connection) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
     if "roots" not in columns:  # a database from before conversations had roots
         db.execute("ALTER TABLE conversations ADD COLUMN roots TEXT NOT NULL DEFAULT '[]'")
+    if "origin" not in {row[1] for row in db.execute("PRAGMA table_info(audit)")}:
+        db.execute("ALTER TABLE audit ADD COLUMN origin TEXT")  # from before MCP Apps
     # Damage where every start reads is found now, before anything is written, not by the first
     # request. The conversations table is small; the audit is not, and is not checked (a failed
     # audit write is logged).

@@ -18,8 +18,9 @@ def new_call_id() -> str:
 class ToolCall(NamedTuple):
     """Which call (conversation, turn, call id), what it calls, and its arguments' digest.
 
-    A made-up name has no server or tool: "". The fields are the audit entry's leading fields,
-    in order: the audit takes them by position (bench B1).
+    A made-up name has no server or tool: "". The first seven fields are the audit entry's
+    leading fields, in order: the audit takes them by position (bench B1). ``origin``: who
+    asked, ``"model"`` (turns.callTool) or ``"app"`` (a tool's view, apps.callTool).
     """
 
     conversation_id: str
@@ -29,3 +30,4 @@ class ToolCall(NamedTuple):
     tool: str
     name: str  # model-facing
     arguments_digest: str
+    origin: str = "model"

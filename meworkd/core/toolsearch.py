@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 
 from meworkd.base.errors import InvalidParams
-from meworkd.core.catalog import Binding, Catalog, costs, digest, unbound
+from meworkd.core.catalog import Binding, Catalog, digest, unbound
 from meworkd.core.replies import error_result
+from meworkd.core.servercost import costs
 from meworkd.core.state import StateDB
 from meworkd.core.toolindex import SearchDoc, ToolIndex
 from meworkd.settings import Settings
@@ -35,6 +36,7 @@ __all__ = [
     "TurnSearch",
     "definition_sizes",
     "found_fields",
+    "no_offer",
     "offer",
     "offer_fields",
     "search_arguments",
@@ -285,3 +287,8 @@ class ToolSearch:
         settings = self._store.settings
         selection = self._db.get_conversation(conversation_id).mcp_servers
         return chosen.search.find(query, limit, lambda b: unbound(b, settings, selection) is None)
+
+
+def no_offer() -> Offer:
+    """The offer of a turn that offers the model nothing (a view's calls run in one)."""
+    return Offer(TurnSearch([], {}), (), [])

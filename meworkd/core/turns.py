@@ -32,6 +32,7 @@ from meworkd.core.catalog import (
     select,
     system_prompt,
     unbound,
+    wire_bindings,
 )
 from meworkd.core.definitions import Definitions
 from meworkd.core.discovery import discover
@@ -40,6 +41,7 @@ from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_
 from meworkd.core.state import StateDB
 from meworkd.core.toolcall import ToolCall, new_call_id
 from meworkd.core.toolsearch import Offer, ToolSearch, offer_fields
+from meworkd.core.viewcalls import ViewCalls
 from meworkd.mcp import CallClock, SessionPool, call_failure_text, list_tools
 from meworkd.settings import Settings
 from meworkd.settings.store import SettingsStore
@@ -82,6 +84,7 @@ class Turns:
         self._redact = redact
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
+        self.views = ViewCalls()  # the calls of tools with an MCP Apps view (apps.view)
         self._runner = CallRunner(pool, bus, asks)
         self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
@@ -132,10 +135,7 @@ class Turns:
         reply = {
             "turnId": turn.id,
             **offer_fields(chosen),
-            "bindings": {
-                name: {"server": b.server, "tool": b.tool, "annotations": b.annotations}
-                for name, b in bindings.items()
-            },
+            "bindings": wire_bindings(bindings),
             "systemPrompt": system_prompt(
                 conversation.mcp_servers, settings, failures, chosen.search_tool
             ),
@@ -195,10 +195,10 @@ class Turns:
                 )
             after = self._store.settings.mcp.background_after_seconds
             if after is None:
-                return await self._call(turn, binding, arguments, record)
+                return await self.call_recorded(turn, binding, arguments, record)
             return await self.background.run(
                 record,
-                lambda: self._call(turn, binding, arguments, record),
+                lambda: self.call_recorded(turn, binding, arguments, record),
                 after,
                 cancel=lambda: self._cancel_call(turn, record.call.call_id),
                 detach=lambda: turn.calls.pop(record.call.call_id, None),
@@ -210,7 +210,7 @@ class Turns:
             if not record.moved:
                 record.cut_off(DecidedBy.SHUTDOWN, "meworkd stopped during the call")
 
-    async def _call(
+    async def call_recorded(
         self, turn: Turn, binding: Binding, arguments: dict[str, Any], record: CallRecord
     ) -> msgspec.Raw:
         call_id = record.call.call_id
@@ -245,6 +245,7 @@ class Turns:
         result, encoded, size = refuse_oversized(result, limit)
         is_error = bool(result.get("isError"))
         record.finish("allow", decision.decided_by, decision.reason, size, is_error=is_error)
+        self.views.keep(record.call, binding.view, arguments, result)  # if it has a view
         return self._wire(result, encoded)
 
     async def _run(

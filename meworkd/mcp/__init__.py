@@ -21,11 +21,15 @@ from meworkd.mcp.pool import LogWriter, SessionPool
 from meworkd.mcp.report import describe
 from meworkd.mcp.session import McpSession, SessionState
 from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools, timed_out
+from meworkd.mcp.views import APP_MIME_TYPE, APPS_EXTENSION, MAX_VIEW_BYTES, read_raw
 from meworkd.mcp.webget import get_bytes, get_json
 
 __all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "AUTH_TOPIC",
     "CURRENT_CALL",
+    "MAX_VIEW_BYTES",
     "AskOrigin",
     "AuthRegistry",
     "CallClock",
@@ -55,6 +59,7 @@ __all__ = [
     "list_prompts",
     "list_resources",
     "list_tools",
+    "read_raw",
     "read_resource",
     "run_inspection",
     "timed_out",

@@ -18,6 +18,7 @@ from mcp.client import ClientRequestContext
 from pydantic import ValidationError
 
 from meworkd.base.log import get_logger
+from meworkd.mcp.views import APP_MIME_TYPE, APPS_EXTENSION
 
 __all__ = [
     "CURRENT_CALL",
@@ -61,6 +62,8 @@ class ServerAsksHost(Protocol):
     def notice(self, origin: AskOrigin, topic: str, data: dict[str, Any]) -> None: ...
     @property
     def sampling(self) -> bool: ...
+    @property
+    def apps(self) -> bool: ...
 
 
 def _error(result: dict[str, Any]) -> types.ErrorData | None:
@@ -96,6 +99,8 @@ class SessionCallbacks:
         }
         if self._host.sampling:
             options["sampling_callback"] = self.sampling
+        if self._host.apps:
+            options["extensions"] = {APPS_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}
         return options
 
     def _over_cap(self) -> types.ErrorData | None:

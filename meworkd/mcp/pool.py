@@ -81,6 +81,7 @@ class SessionPool:
         self.status = ServerStatus(bus)  # server.status events, each server's last failure
         self._idle = 0.0  # seconds without use before a session closes; set by run()
         self._sampling = False  # mcp.sampling the open sessions declared; set by run()
+        self._apps = True  # mcp.apps, likewise (the MCP Apps extension advertised)
         self._max_live = 1  # live sessions before the least recently used idle ones close
         self._sessions: dict[Key, McpSession] = {}
         self._locks: defaultdict[Key, anyio.Lock] = defaultdict(anyio.Lock)
@@ -95,6 +96,7 @@ class SessionPool:
     ) -> None:
         self._idle = settings.mcp.session_idle_minutes * 60.0
         self._sampling = settings.mcp.sampling
+        self._apps = settings.mcp.apps
         self._max_live = settings.mcp.max_live_sessions
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -349,9 +351,9 @@ class SessionPool:
             self.status.forget(name)
         gone = set(diff.removed) | set(diff.connection_changed)
         gone |= {n for n, c in settings.servers.items() if not c.enabled}
-        if settings.mcp.sampling != self._sampling:
+        if (settings.mcp.sampling, settings.mcp.apps) != (self._sampling, self._apps):
             # Capabilities are fixed per session: every one reconnects with the new declaration.
-            self._sampling = settings.mcp.sampling
+            self._sampling, self._apps = settings.mcp.sampling, settings.mcp.apps
             gone |= {s.server for s in self._sessions.values()}
         if gone:
             count = self.retire(lambda s: s.server in gone, reason="reload")

@@ -7,6 +7,7 @@ groups, which import :mod:`meworkd.rpc.services`, must not import their aggregat
 from meworkd.rpc.connection import Connection
 from meworkd.rpc.methods import (
     approvals,
+    apps,
     auth,
     calls,
     conversations,
@@ -40,6 +41,7 @@ _GROUPS = (
     approvals,
     elicitations,
     sampling,
+    apps,
     events,
 )
 

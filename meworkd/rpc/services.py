@@ -8,6 +8,7 @@ the settings and MCP layers are reached only through the core.
 from dataclasses import dataclass
 
 from meworkd.core.approvals.gate import Approvals
+from meworkd.core.apps import Apps
 from meworkd.core.asks import ServerAsks
 from meworkd.core.conversations import Conversations
 from meworkd.core.lifecycle import Lifecycle
@@ -29,3 +30,4 @@ class Services:
     approvals: Approvals  # approvals.*
     asks: ServerAsks  # elicitations.*, sampling.*
     registries: Registries  # servers.search, .registryGet, .install, .outdated, .upgrade
+    apps: Apps  # apps.* (MCP Apps views)

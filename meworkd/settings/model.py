@@ -241,6 +241,7 @@ class McpOptions(Struct, frozen=True):
     # How long a server's question (elicitation, sampling) waits for a person.
     question_timeout_seconds: float = 600.0
     sampling: bool = False  # declare sampling to servers (a frontend must run the model)
+    apps: bool = True  # advertise MCP Apps (io.modelcontextprotocol/ui): servers may ship views
     max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS
     # "auto": defer a turn's tools behind search_tools past the threshold; "on": always; "off".
     tool_search: Literal["auto", "on", "off"] = "auto"

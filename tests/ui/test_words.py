@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("textual")
 
 from mework_ui.fields import FieldError, parse_field, show_field
-from mework_ui.questions import typed
+from mework_ui.questions import approval_text, typed
 from mework_ui.tabs import approval_words
 from mework_ui.words import call_card, failure_text, server_status, time_left_text
 
@@ -99,3 +99,16 @@ def test_a_tool_switch_states_its_effect() -> None:
     assert approval_words("t", not_declared, set(), set()) == "level decides"
     assert approval_words("t", not_declared, set(), {"t"}) == "asks every call"
     assert approval_words("t", must_ask, {"t"}, set()) == "— not offered"
+
+
+def test_a_views_own_call_says_so_on_its_card_and_approval() -> None:
+    card = {
+        "server": "s",
+        "tool": "bump",
+        "decision": "allow",
+        "decidedBy": "user",
+        "origin": "app",
+    }
+    assert call_card(card, False).startswith("✓ s · bump (asked by its view) · allowed by user")
+    asked = {"server": "s", "tool": "bump", "origin": "app", "reason": "asks"}
+    assert "asked by the tool's view · asks" in approval_text(asked, "1 of 1")

@@ -72,6 +72,8 @@ def format_approval_request(data: Any, style: Style = PLAIN) -> str:
     )
     arguments = dumps(_shorten(a.get("arguments", {})))
     lines = [head]
+    if a.get("origin") == "app":
+        lines.append("asked by the tool's view (MCP Apps), not by the model")
     if a.get("reason"):
         lines.append(f"reason: {a['reason']}")
     lines += ["arguments:", *("  " + line for line in arguments.splitlines())]

@@ -153,6 +153,7 @@ INDEX: tuple[tuple[str, str, str], ...] = (
         "requests",
     ),
     ("ui", "open Settings → MCP in the terminal", "ui"),
+    ("view", "open a tool call's MCP Apps view in the browser (served on 127.0.0.1)", "view"),
     ("events", "print events as JSON lines until interrupted", "daemon"),
     ("install-service", "install meworkd's systemd user units", "daemon"),
     ("uninstall-service", "remove meworkd's systemd user units", "daemon"),

@@ -68,6 +68,7 @@ MCP_OPTIONS: dict[str, Callable[[str], object]] = {
     "approval_timeout_seconds": _number,
     "question_timeout_seconds": _number,
     "sampling": _boolean,
+    "apps": _boolean,
     "max_live_sessions": int,
     "registries": _urls,  # comma-separated registry base URLs
 }

@@ -179,6 +179,7 @@ class Approvals:
                 "name": call.name,
                 "server": call.server,
                 "tool": call.tool,
+                "origin": call.origin,  # "app": a tool's view asks (MCP Apps)
                 "arguments": arguments,
                 "reason": reason,
                 "hookMayDecide": rule is Rule.ASK_HOOK_MAY_DECIDE,
