@@ -148,12 +148,7 @@ class Apps:
         for warning in view["warnings"]:
             log.warning("apps.view_csp", server=call.server, uri=uri, warning=warning)
         out = {
-            "conversationId": call.conversation_id,
-            "turnId": call.turn_id,
-            "callId": call.call_id,
-            "server": call.server,
-            "tool": call.tool,
-            "name": call.name,
+            **call.wire(),
             "resourceUri": uri,
             "visibility": list(found.view.visibility),
             **view,

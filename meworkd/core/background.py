@@ -115,12 +115,7 @@ class Background:
         self._bus.publish(
             "call.backgrounded",
             {
-                "conversationId": call.conversation_id,
-                "turnId": call.turn_id,
-                "callId": call.call_id,
-                "server": call.server,
-                "tool": call.tool,
-                "name": call.name,
+                **call.wire(),
                 "afterSeconds": after,
             },
         )

@@ -58,12 +58,7 @@ class CallRecord:
         bus.publish(
             "call.started",
             {
-                "conversationId": call.conversation_id,
-                "turnId": call.turn_id,
-                "callId": call.call_id,
-                "server": call.server,
-                "tool": call.tool,
-                "name": call.name,
+                **call.wire(),
                 "argumentsDigest": call.arguments_digest,
                 "origin": call.origin,
                 "time": self.time,

@@ -31,3 +31,15 @@ class ToolCall(NamedTuple):
     name: str  # model-facing
     arguments_digest: str
     origin: str = "model"
+
+    def wire(self) -> dict[str, str]:
+        """How events and replies name the call: ``{conversationId, turnId, callId, server,
+        tool, name}``."""
+        return {
+            "conversationId": self.conversation_id,
+            "turnId": self.turn_id,
+            "callId": self.call_id,
+            "server": self.server,
+            "tool": self.tool,
+            "name": self.name,
+        }

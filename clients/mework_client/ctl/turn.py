@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 TURN = arg("turn", metavar="TURN", help="the turn id (from turn begin)", complete="turns")
+MOVED_CALL = arg("call", metavar="CALL", help="the call id (said when it moved)")
 
 
 def format_turns(result: Any, style: Style = PLAIN) -> str:
@@ -289,7 +290,7 @@ COMMANDS: tuple[Command, ...] = (
         "show the result of a call that moved to the background",
         "meworkctl turn result ctl-1a2b3c4d5e6f",
         method="calls.result",
-        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        args=(MOVED_CALL,),
         params=pick(callId="call"),
         render=show(format_background),
     ),
@@ -298,7 +299,7 @@ COMMANDS: tuple[Command, ...] = (
         "cancel a call running in the background",
         "meworkctl turn stop ctl-1a2b3c4d5e6f",
         method="calls.cancel",
-        args=(arg("call", metavar="CALL", help="the call id (said when it moved)"),),
+        args=(MOVED_CALL,),
         params=pick(callId="call"),
         render=_background_cancelled,
     ),
