@@ -27,6 +27,7 @@ class AddMenu(ModalScreen[str | None]):
                 Option("Add server", id="add"),
                 Option("Import from JSON", id="import"),
                 Option("Browse the MCP registry", id="browse"),
+                Option("Install a bundle (.mcpb)", id="bundle"),
             )
         yield Footer(compact=True, show_command_palette=False)
 

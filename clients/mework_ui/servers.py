@@ -126,6 +126,10 @@ class ServersScreen(Screen[None]):
             from mework_ui.browse import BrowseScreen
 
             self.app.push_screen(BrowseScreen())
+        elif choice == "bundle":
+            from mework_ui.bundle import BundleDialog
+
+            self.app.push_screen(BundleDialog())
 
     def action_open(self, tab: str = "general") -> None:
         from mework_ui.detail import DetailScreen
