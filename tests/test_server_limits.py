@@ -34,9 +34,12 @@ LIMITS = {
 
 
 def greedy(what: str, at: str = "start", **limits: int) -> dict[str, Any]:
+    # The soft limit it waits for before going past it (files, processes: as given).
+    expect = {"files": limits.get("openFiles"), "processes": limits.get("processes")}.get(what)
+    wait = ["--expect", str(expect)] if expect is not None else []
     return {
         "command": PY,
-        "args": [GREEDY, "--exceed", what, "--at", at, "--uid", str(SPARE_UID)],
+        "args": [GREEDY, "--exceed", what, "--at", at, "--uid", str(SPARE_UID), *wait],
         "limits": limits,
         "timeoutSeconds": 30,
     }

@@ -66,18 +66,18 @@ RESOURCES = {
 }
 
 
-def wait_for_limit(what: str) -> None:
-    """Until the limit is in force: finite (memory, CPU time: unlimited by default), or other
-    than what the process started with (files, processes: the daemon's own)."""
+def wait_for_limit(what: str, expected: int | None) -> None:
+    """Until the limit is in force: its soft value is ``expected`` (the entry's, in the
+    resource's own unit) or, not told, finite (memory, CPU time: unlimited by default). The
+    daemon sets it just after the spawn, which may be before or after this process starts."""
     kind = RESOURCES[what]
-    first = resource.getrlimit(kind)
     deadline = time.monotonic() + 10
 
     def waiting() -> bool:
-        now = resource.getrlimit(kind)
-        if what in ("memory", "cpu"):
-            return now[0] == resource.RLIM_INFINITY
-        return now == first
+        soft = resource.getrlimit(kind)[0]
+        if expected is not None:
+            return soft != expected
+        return soft == resource.RLIM_INFINITY
 
     while waiting() and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -129,10 +129,11 @@ def main() -> None:
     parser.add_argument("--exceed", choices=("memory", "files", "processes", "cpu"), required=True)
     parser.add_argument("--at", choices=("start", "call"), default="start")
     parser.add_argument("--uid", type=int, default=61_000)
+    parser.add_argument("--expect", type=int, default=None, help="the soft limit to wait for")
     args = parser.parse_args()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if args.at == "start":
-        wait_for_limit(args.exceed)
+        wait_for_limit(args.exceed, args.expect)
         exceed(args.exceed, args.uid)
     serve(args.exceed, args.uid)
 
