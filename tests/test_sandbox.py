@@ -30,8 +30,9 @@ pytestmark = pytest.mark.anyio
 
 PROBER = str(SERVERS / "prober.py")
 FILESYSTEM = PEERS / ".bin" / "mcp-server-filesystem"
-# Outside /tmp (the sandbox's /tmp is its own, writable): beside the fixture, on the real disk.
-ESCAPED = SERVERS / f"escaped-{os.getpid()}.txt"
+# Somewhere on the real disk that the sandbox does not show: not under /tmp (its own, private
+# there), wherever the checkout is (a clone under /tmp would put the suite's folders there).
+ESCAPED = Path("/var/tmp") / f"meworkd-escaped-{os.getpid()}.txt"
 
 
 def _bwrap_runs() -> str | None:
@@ -116,7 +117,11 @@ async def test_a_sandboxed_server_reaches_nothing_outside(short_tmp: Path) -> No
     assert tested["sandbox"]["network"] is False
     assert tested["sandbox"]["write"] == [str(allowed)]
     assert "/usr" in tested["sandbox"]["read"]
-    assert not any(p == str(home) or p.startswith("/tmp") for p in tested["sandbox"]["read"])
+    # Neither the home nor /tmp as a whole, nor anything of the test's own folder (the command's
+    # own install is there when the checkout itself is under /tmp).
+    read = tested["sandbox"]["read"]
+    assert "/tmp" not in read
+    assert not any(p == str(home) or p.startswith(str(short_tmp)) for p in read), read
     said = format_test(tested)
     assert f"Sandboxed (bubblewrap): no network; writes {allowed}" in said, said
 
