@@ -43,7 +43,7 @@ STOP_BOUND = 5.0  # seconds, the issue's bound for SIGTERM in every state
 # The daemon's CPU time over a quiet interval must stay a small share of it: a retry loop or a
 # blocked reader spinning would use all of it. (The settings watcher has no time-out: idle, it
 # wakes only inside watchfiles' thread, every WATCH_STEP_MS, to check its stop event.)
-QUIET_SECONDS = 2.0
+QUIET_SECONDS = 1.0
 QUIET_CPU_SHARE = 0.1
 TOPICS = ["settings.invalid", "settings.reloaded"]
 
