@@ -2,18 +2,17 @@
 installed (``servers.install {bundle}``), as ``meworkctl servers install ./x.mcpb`` does."""
 
 import os
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Static
 
+from mework_ui.dialogs import PreviewDialog
 from mework_ui.fields import FieldError, parse_field
 from mework_ui.link import describe
-from mework_ui.model import HasModel, Model
 
 __all__ = ["BundleDialog", "absolute", "bundle_report"]
 
@@ -41,14 +40,12 @@ def bundle_report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class BundleDialog(ModalScreen[None]):
+class BundleDialog(PreviewDialog):
     """A path, the inputs as ``NAME=value`` pairs, Preview (a dry run: nothing unpacked) and
     Install; the daemon's answer or refusal below."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss(None)", "Close"),
-        Binding("ctrl+e", "preview", "Preview", priority=True),
-        Binding("ctrl+s", "install", "Install", priority=True),
+        Binding("ctrl+s", "apply", "Install", priority=True),
     ]
 
     def compose(self) -> ComposeResult:
@@ -60,24 +57,12 @@ class BundleDialog(ModalScreen[None]):
                 yield Input(placeholder="NAME=value …", password=True, id="inputs")
             with Horizontal(classes="row"):
                 yield Button("Preview ^e", id="preview")
-                yield Button("Install ^s", id="install", variant="primary")
+                yield Button("Install ^s", id="apply", variant="primary")
             yield Static("", id="report")
         yield Footer(compact=True, show_command_palette=False)
 
-    @property
-    def mework(self) -> Model:
-        return cast(HasModel, self.app).model
-
-    @on(Button.Pressed, "#preview")
-    def action_preview(self) -> None:
-        self.send(dry_run=True)
-
-    @on(Button.Pressed, "#install")
-    def action_install(self) -> None:
-        self.send(dry_run=False)
-
     @work(exclusive=True, group="bundle")
-    async def send(self, dry_run: bool) -> None:
+    async def send(self, dry_run: bool) -> None:  # type: ignore[override]
         report = self.query_one("#report", Static)
         path = self.query_one("#path", Input).value.strip()
         if not path:

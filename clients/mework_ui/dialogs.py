@@ -14,7 +14,7 @@ from mework_ui.fields import FieldError, parse_field
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
 
-__all__ = ["AddMenu", "ConfirmRemove", "ImportDialog", "import_report"]
+__all__ = ["AddMenu", "ConfirmRemove", "ImportDialog", "PreviewDialog", "import_report"]
 
 
 class AddMenu(ModalScreen[str | None]):
@@ -65,12 +65,36 @@ def import_report(result: dict[str, Any], applied: bool) -> str:
     return "\n".join(lines)
 
 
-class ImportDialog(ModalScreen[None]):
-    """Paste, preview (when the daemon can dry-run), then apply; the text is sent as pasted."""
+class PreviewDialog(ModalScreen[None]):
+    """A dialog that sends its fields to the daemon as a dry run (``#preview``, ctrl+e) or for
+    real (``#apply``, ctrl+s); :meth:`send` is the subclass's."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "Close"),
         Binding("ctrl+e", "preview", "Preview", priority=True),
+        Binding("ctrl+s", "apply", "Apply", priority=True),
+    ]
+
+    @property
+    def mework(self) -> Model:
+        return cast(HasModel, self.app).model
+
+    @on(Button.Pressed, "#preview")
+    def action_preview(self) -> None:
+        self.send(dry_run=True)
+
+    @on(Button.Pressed, "#apply")
+    def action_apply(self) -> None:
+        self.send(dry_run=False)
+
+    def send(self, dry_run: bool) -> None:
+        raise NotImplementedError  # each dialog says what it sends
+
+
+class ImportDialog(PreviewDialog):
+    """Paste, preview (when the daemon can dry-run), then apply; the text is sent as pasted."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "apply", "Import", priority=True),
     ]
 
@@ -90,20 +114,8 @@ class ImportDialog(ModalScreen[None]):
             yield Static("", id="report")
         yield Footer(compact=True, show_command_palette=False)
 
-    @property
-    def mework(self) -> Model:
-        return cast(HasModel, self.app).model
-
-    @on(Button.Pressed, "#preview")
-    def action_preview(self) -> None:
-        self.send(dry_run=True)
-
-    @on(Button.Pressed, "#apply")
-    def action_apply(self) -> None:
-        self.send(dry_run=False)
-
     @work(exclusive=True, group="import")
-    async def send(self, dry_run: bool) -> None:
+    async def send(self, dry_run: bool) -> None:  # type: ignore[override]
         report = self.query_one("#report", Static)
         params: dict[str, Any] = {
             "text": self.query_one(TextArea).text,
