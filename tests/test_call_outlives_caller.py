@@ -26,7 +26,7 @@ from tests.test_ctl import (
     start_daemon,
     stop_daemon,
 )
-from tests.test_ctl_interactive import begin_echo, read_line, start_call
+from tests.test_ctl_interactive import begin_echo, close_call, read_line, start_call
 
 
 class Events:
@@ -55,12 +55,6 @@ class Events:
         self.sock.close()
 
 
-def stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.kill()
-    process.communicate()
-
-
 def test_a_killed_meworkctl_takes_its_waiting_call_with_it(daemon: Daemon) -> None:
     turn, echo = begin_echo(daemon, "ko1")
     events = Events(daemon)
@@ -71,7 +65,7 @@ def test_a_killed_meworkctl_takes_its_waiting_call_with_it(daemon: Daemon) -> No
         call.communicate()
         resolved = events.next("approval.resolved")
     finally:
-        stop(call)
+        close_call(call)
         events.close()
     assert resolved["approvalId"] == asked["approvalId"]
     assert resolved["decidedBy"] == "cancelled"
@@ -92,7 +86,7 @@ def test_sigterm_and_sighup_cancel_the_call_as_ctrl_c_does(
         call.send_signal(stop_signal)
         out, err = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        stop(call)
+        close_call(call)
     assert call.returncode == 130
     assert out == ""
     assert "meworkctl: interrupted: cancelled the call ctl-" in err
@@ -117,7 +111,7 @@ def test_meworkd_stopping_while_the_call_waits_is_said_and_exits_not_running(how
                 own.proc.wait()
                 out, err = call.communicate(timeout=RUN_TIMEOUT)
             finally:
-                stop(call)
+                close_call(call)
         finally:
             stop_daemon(own)
             shutil.rmtree(Path(d) / "run", ignore_errors=True)

@@ -150,6 +150,15 @@ def read_line(stream: IO[str] | None) -> str:
     return stream.readline()
 
 
+def close_call(call: subprocess.Popen[str], leader: int | None = None) -> None:
+    """Killed if it still runs, its pipes (and the terminal's ``leader``) closed."""
+    if call.poll() is None:
+        call.kill()
+    call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
+    if leader is not None:
+        os.close(leader)
+
+
 def test_call_off_a_terminal_says_it_waits_and_how_to_answer(daemon: Daemon) -> None:
     turn, echo = begin_echo(daemon, "kw1")
     call = start_call(daemon, turn, echo, stdin=subprocess.DEVNULL)
@@ -160,9 +169,7 @@ def test_call_off_a_terminal_says_it_waits_and_how_to_answer(daemon: Daemon) -> 
         ok(daemon, "approvals", "allow", hint.split()[6])
         out, err = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
+        close_call(call)
     assert (call.returncode, out, err) == (0, "hi\n", "")
 
 
@@ -174,9 +181,7 @@ def test_ctrl_c_cancels_the_call_and_its_approval(daemon: Daemon) -> None:
         call.send_signal(signal.SIGINT)
         out, err = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
+        close_call(call)
     assert call.returncode == 130
     assert out == ""
     assert "meworkctl: interrupted: cancelled the call ctl-" in err
@@ -205,10 +210,7 @@ def test_call_on_a_terminal_asks_and_a_reason_denies(daemon: Daemon) -> None:
         os.write(leader, b"not today\n")
         out, _ = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
-        os.close(leader)
+        close_call(call, leader)
     assert call.returncode == 1  # a denial is the tool's isError
     assert "not today" in out
     audit = ok_json(daemon, "audit", "--conversation", "c-kw3")["entries"]
@@ -265,20 +267,19 @@ def test_a_terminal_prompt_answered_elsewhere_goes_away(daemon: Daemon) -> None:
         assert b"(answered elsewhere)" in read_until(leader, b"(answered elsewhere)")
         out, _ = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
-        os.close(leader)
+        close_call(call, leader)
     assert (call.returncode, out) == (0, "hi\n")
 
 
 ASKING = Path(__file__).resolve().parent / "servers" / "asking.py"
 
 
-def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
-    ok(daemon, "servers", "add", "asker", "--", sys.executable, str(ASKING))
-    ok(daemon, "conv", "create", "--id", "c-asker", "--server", "asker", "--level", "full_access")
-    begun = ok_json(daemon, "turn", "begin", "c-asker")
+def asker_call(daemon: Daemon, name: str, *level: str) -> tuple[subprocess.Popen[str], int]:
+    """``ask_prefs`` of a fresh asking.py server called on a terminal: the call and the pty's
+    leader (stderr and stdin on the terminal, stdout piped)."""
+    ok(daemon, "servers", "add", name, "--", sys.executable, str(ASKING))
+    ok(daemon, "conv", "create", "--id", f"c-{name}", "--server", name, *level)
+    begun = ok_json(daemon, "turn", "begin", f"c-{name}")
     tool = next(bound for bound, b in begun["bindings"].items() if b["tool"] == "ask_prefs")
     leader, follower = pty.openpty()
     call = subprocess.Popen(
@@ -290,55 +291,42 @@ def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
         stderr=follower,
     )
     os.close(follower)
+    return call, leader
+
+
+def fill_in_the_form(leader: int, name: bytes) -> None:
+    """Accept, type the name, leave the other fields to their defaults (one line a prompt)."""
+    for answer in (b"y\n", name + b"\n", b"\n", b"\n", b"\n"):
+        if answer != b"y\n":
+            read_until(leader, b"): ")
+        os.write(leader, answer)
+
+
+def test_call_on_a_terminal_fills_in_the_servers_form(daemon: Daemon) -> None:
+    call, leader = asker_call(daemon, "asker", "--level", "full_access")
     try:
         shown = read_until(leader, b"Answer? [y = accept / d = decline / c = cancel] ")
         assert b"Waiting for an answer to asker's question" in shown
         assert b"Tell me your preferences" in shown
-        # One line per prompt: the name typed, the other fields left to their defaults.
-        for answer in (b"y\n", b"Ada\n", b"\n", b"\n", b"\n"):
-            if answer != b"y\n":
-                read_until(leader, b"): ")
-            os.write(leader, answer)
+        fill_in_the_form(leader, b"Ada")
         out, _ = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
-        os.close(leader)
+        close_call(call, leader)
     assert call.returncode == 0, out
     assert 'accepted {"color": "green", "count": 3, "name": "Ada", "notify": false}' in out
 
 
 def test_an_approval_answered_here_then_the_servers_form_on_one_terminal(daemon: Daemon) -> None:
     """Two questions in one call: the approval typed here does not end the form's prompts."""
-    ok(daemon, "servers", "add", "asker2", "--", sys.executable, str(ASKING))
-    ok(daemon, "conv", "create", "--id", "c-asker2", "--server", "asker2")  # asks approval
-    begun = ok_json(daemon, "turn", "begin", "c-asker2")
-    tool = next(bound for bound, b in begun["bindings"].items() if b["tool"] == "ask_prefs")
-    leader, follower = pty.openpty()
-    call = subprocess.Popen(
-        [str(MEWORKCTL), "--socket", str(daemon.socket), "call", begun["turnId"], tool, "{}"],
-        text=True,
-        env=daemon.env(),
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-    )
-    os.close(follower)
+    call, leader = asker_call(daemon, "asker2")  # the default level asks for approval
     try:
         read_until(leader, b"Allow? [y/N, a = always, or a reason to deny] ")
         os.write(leader, b"y\n")
         shown = read_until(leader, b"Answer? [y = accept / d = decline / c = cancel] ")
         assert b"answered elsewhere" not in shown
-        for answer in (b"y\n", b"Grace\n", b"\n", b"\n", b"\n"):
-            if answer != b"y\n":
-                read_until(leader, b"): ")
-            os.write(leader, answer)
+        fill_in_the_form(leader, b"Grace")
         out, _ = call.communicate(timeout=RUN_TIMEOUT)
     finally:
-        if call.poll() is None:
-            call.kill()
-        call.communicate()  # also when it ended by itself: its pipes are closed, not leaked
-        os.close(leader)
+        close_call(call, leader)
     assert call.returncode == 0, out
     assert '"name": "Grace"' in out
