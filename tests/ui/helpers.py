@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 from mework_client.aio import connect
 from mework_ui.conversations import ConversationsScreen
+from mework_ui.detail import DetailScreen
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
@@ -74,3 +75,12 @@ async def open_conversation(pilot: Pilot[Any], app: App[Any], conversation: str)
     move_to(table, conversation)
     await pilot.press("enter")
     await until(pilot, lambda: f"{conversation}: why" in text(app, "#why"))
+
+
+async def open_server(pilot: Pilot[Any], app: App[Any], name: str) -> None:
+    """Enter on ``name`` in the servers list, once it is listed: its detail page is shown."""
+    table = app.screen.query_one(DataTable)
+    await until(pilot, lambda: name in table.rows)
+    move_to(table, name)
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, DetailScreen))

@@ -7,12 +7,11 @@ from mework_client.aio import connect
 pytest.importorskip("textual")
 
 from mework_ui.app import MeworkApp
-from mework_ui.detail import DetailScreen
-from textual.widgets import DataTable, Input, Switch
+from textual.widgets import Input, Switch
 
 from tests.common import fake
 from tests.ui.conftest import UiDaemon
-from tests.ui.helpers import add_servers, move_to, text, until
+from tests.ui.helpers import add_servers, open_server, text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -33,11 +32,7 @@ async def test_the_sandbox_and_limits_are_edited_on_the_detail_page(ui_daemon: U
     await add_servers(ui_daemon.socket, {"ct-box": fake()})
     app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(100, 50)) as pilot:
-        table = app.screen.query_one(DataTable)
-        await until(pilot, lambda: "ct-box" in table.rows)
-        move_to(table, "ct-box")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await open_server(pilot, app, "ct-box")
         screen = app.screen
         switch = screen.query_one("#f-sandbox-enabled", Switch)
         assert switch.value is False
@@ -69,10 +64,6 @@ async def test_an_http_server_has_no_sandbox_fields(ui_daemon: UiDaemon) -> None
     )
     app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(100, 50)) as pilot:
-        table = app.screen.query_one(DataTable)
-        await until(pilot, lambda: "ct-web" in table.rows)
-        move_to(table, "ct-web")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await open_server(pilot, app, "ct-web")
         await until(pilot, lambda: app.screen.query_one("#f-url", Input).value != "")
         assert not app.screen.query_one("ContainGroup").display

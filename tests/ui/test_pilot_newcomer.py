@@ -24,6 +24,7 @@ from tests.ui.helpers import (
     everything,
     move_to,
     open_conversation,
+    open_server,
     text,
     until,
 )
@@ -107,11 +108,7 @@ async def test_a_fields_refusal_goes_when_the_field_becomes_valid(ui_daemon: UiD
     await add_servers(ui_daemon.socket, {"nc-field": everything(timeoutSeconds=60)})
     app = MeworkApp(str(ui_daemon.socket))
     async with app.run_test(size=(100, 40)) as pilot:
-        table = app.screen.query_one(DataTable)
-        await until(pilot, lambda: "nc-field" in table.rows)
-        move_to(table, "nc-field")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await open_server(pilot, app, "nc-field")
         field = app.screen.query_one("#f-timeoutSeconds", Input)
         await until(pilot, lambda: field.value == "60")
         field.focus()
