@@ -79,6 +79,8 @@ def decide(environ: Mapping[str, str]) -> Setup:
 class _Off:
     """The span of a meworkd whose traces are off: one shared instance, nothing recorded."""
 
+    recording = False  # callers skip building what they would set
+
     def __enter__(self) -> _Off:
         return self
 
@@ -98,6 +100,8 @@ class _Off:
 class _On:
     """A recording span, made current for the tasks that run inside it (so the requests they
     send carry its trace context)."""
+
+    recording = True
 
     def __init__(self, tracer: Tracer, name: str, client: bool, attributes: dict[str, Any]):
         from opentelemetry.trace import SpanKind

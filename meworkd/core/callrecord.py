@@ -49,12 +49,13 @@ class CallRecord:
         self.moved = False  # it went on in the background after its caller had its reply
         self.finished = False
         self._traced = traced
-        traced.rename(f"tools/call {call.tool or call.name}")
-        traced.set("mcp.method.name", "tools/call")
-        traced.set("gen_ai.tool.name", call.tool or call.name)
-        traced.set("mework.server", call.server)
-        traced.set("mework.conversation", call.conversation_id)
-        traced.set("mework.turn", call.turn_id)
+        if traced.recording:  # off (the default), the call path builds nothing for it
+            traced.rename(f"tools/call {call.tool or call.name}")
+            traced.set("mcp.method.name", "tools/call")
+            traced.set("gen_ai.tool.name", call.tool or call.name)
+            traced.set("mework.server", call.server)
+            traced.set("mework.conversation", call.conversation_id)
+            traced.set("mework.turn", call.turn_id)
         bus.publish(
             "call.started",
             {
@@ -104,12 +105,13 @@ class CallRecord:
         )
         self._db.record(entry)
         self._bus.publish("call.finished", audit_view(self.id, self.time, entry))
-        self._traced.set("mework.decision", decision)
-        self._traced.set("mework.decided_by", decided_by.value)
-        if decision != "allow":
-            self._traced.fail("denied")
-        elif is_error:
-            self._traced.fail("tool_error")
+        if self._traced.recording:
+            self._traced.set("mework.decision", decision)
+            self._traced.set("mework.decided_by", decided_by.value)
+            if decision != "allow":
+                self._traced.fail("denied")
+            elif is_error:
+                self._traced.fail("tool_error")
 
     def cut_off(self, by: DecidedBy, reason: str) -> None:
         """The outcome of a call stopped before it finished (cancelled, or the daemon stopping).
