@@ -18,7 +18,7 @@ def documented_methods() -> set[str]:
 
 def documented_events() -> set[str]:
     section = DOC.read_text().split("## Events", 1)[1]
-    return set(re.findall(r"^\| `([a-z]+\.[A-Za-z]+)` \|", section, re.MULTILINE))
+    return set(re.findall(r"^\| `([a-z]+\.[A-Za-z_]+)` \|", section, re.MULTILINE))
 
 
 @pytest.mark.anyio

@@ -159,6 +159,7 @@ class McpOptionsParams(msgspec.Struct, forbid_unknown_fields=True):
     registries: list[str] | None = None  # registry base URLs, searched in order
     tool_search: Literal["auto", "on", "off"] | None = None
     tool_search_threshold: dict[str, int] | None = None  # {tools?, bytes?}, each > 0
+    task_max_seconds: float | None = None  # the longest an MCP task may run (> 0, a week)
 
 
 class PresetParams(_Params):
@@ -291,6 +292,19 @@ class CallParams(_Params):
 
 class ListTurnsParams(_Params):
     conversation_id: str | None = None
+
+
+class ListTasksParams(_Params):
+    """tasks.list: the MCP tasks of calls (of one conversation), newest first."""
+
+    conversation_id: str | None = None
+    open_only: bool = False
+
+
+class TaskParams(_Params):
+    """tasks.get, tasks.cancel: a task, known by the call that started it."""
+
+    call_id: str
 
 
 class RespondParams(_Params):

@@ -8,6 +8,7 @@ __all__ = [
     "EVENTS_OVERFLOWED",
     "REQUEST_TOPICS",
     "SAMPLING_TOPICS",
+    "TASK_TOPICS",
     "TOPICS",
 ]
 
@@ -17,6 +18,15 @@ SAMPLING_TOPICS = ("sampling.requested", "sampling.resolved")
 # A tool call put on record, its move to the background, and its outcome (the audit entry):
 # what a tool card follows.
 CALL_TOPICS = ("call.started", "call.backgrounded", "call.finished")
+# A call's MCP task: created by its server, its status or message changed, asking for input,
+# ended (task.failed also for a task cancelled: its status says which).
+TASK_TOPICS = (
+    "task.started",
+    "task.progress",
+    "task.input_required",
+    "task.completed",
+    "task.failed",
+)
 # What a tool's MCP Apps view says for the chat (its frontend relays it): a message for the
 # conversation, the model context it wants, a link it asks to open (meworkd opens none).
 APP_TOPICS = ("app.message", "app.context", "app.openLink")
@@ -26,6 +36,7 @@ TOPICS = frozenset(
     {
         *REQUEST_TOPICS,
         *CALL_TOPICS,
+        *TASK_TOPICS,
         *APP_TOPICS,
         "server.changed",
         "settings.reloaded",

@@ -208,6 +208,7 @@ class Daemon:
             await backend.start(self.pool.run, self.store.settings)
             await backend.start(self.state_db.run_audit_writer)
             await backend.start(self.turns.background.serve)
+            await backend.start(self.turns.tasks.serve)
             await backend.start(self.lists.run, self.pool)
             # Before READY=1: a SIGHUP (reload) sent once we say we are ready must not kill us.
             await backend.start(self._signals)

@@ -27,6 +27,7 @@ __all__ = [
     "ServerUnavailable",
     "SettingsUnreadable",
     "ShuttingDown",
+    "TaskNotFound",
     "TurnNotFound",
     "UnusableServerJson",
 ]
@@ -83,6 +84,17 @@ class TurnNotFound(NotFound):
 
     def __init__(self, turn_id: str) -> None:
         super().__init__(f"no active turn {turn_id!r} (it ended or never began)", turnId=turn_id)
+
+
+class TaskNotFound(NotFound):
+    kind = "task_not_found"
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(
+            f"no MCP task of a call {call_id!r} (the call's server never answered it with a "
+            "task, or the task was dropped with its conversation)",
+            callId=call_id,
+        )
 
 
 class CallNotFound(NotFound):

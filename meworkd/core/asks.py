@@ -123,6 +123,7 @@ class ServerAsks:
         self._store = store
         self._logs = logs
         self._state = state  # the conversations' roots; each question's outcome on record
+        self._stopping = False
         self._lists = lists  # follows a server's list_changed
         self._redact = redact  # what waits is listed redacted, like the events that announced it
         self.inflight = InFlight()
@@ -336,7 +337,13 @@ class ServerAsks:
         self._elicitations.cancel(turn_id, _unanswered_elicitation(Unanswered.CANCELLED), call_id)
         self._sampling.cancel(turn_id, _refusal(_WHY[Unanswered.CANCELLED], "cancelled"), call_id)
 
+    @property
+    def stopping(self) -> bool:
+        """meworkd is stopping: the answers given now are its own, not a person's."""
+        return self._stopping
+
     def stop(self) -> None:
+        self._stopping = True
         self._elicitations.stop(_unanswered_elicitation)
         self._sampling.stop(lambda why: _refusal(_WHY[why], _BY[why]))
 

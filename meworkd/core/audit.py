@@ -199,8 +199,12 @@ class AuditLog:
         Those calls were waiting for approval or running when their daemon died: their outcome
         is unknown, and nothing of that run is still waiting or running now.
         """
+        # Not those whose task a Streamable HTTP server still runs: that task is followed again
+        # (meworkd.core.tasks) and its end is the call's outcome.
         cursor = self._db.execute(
-            "UPDATE audit SET decision = ?, decided_by = ?, reason = ? WHERE decision = ?",
+            "UPDATE audit SET decision = ?, decided_by = ?, reason = ? WHERE decision = ? "
+            "AND id NOT IN (SELECT audit_id FROM tasks WHERE durable = 1 "
+            "AND status NOT IN ('completed', 'failed', 'cancelled'))",
             (
                 INTERRUPTED,
                 INTERRUPTED,

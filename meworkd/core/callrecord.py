@@ -47,6 +47,9 @@ class CallRecord:
         self.allowed: Decision | None = None
         self.on_allowed: Callable[[], None] | None = None  # told when it is allowed to run
         self.moved = False  # it went on in the background after its caller had its reply
+        # Its MCP task runs on a Streamable HTTP server: meworkd stopping does not end the
+        # call, the next run follows the task again (meworkd.core.tasks).
+        self.outlives_daemon = False
         self.finished = False
         self._traced = traced
         if traced.recording:  # off (the default), the call path builds nothing for it
@@ -65,6 +68,22 @@ class CallRecord:
                 "time": self.time,
             },
         )
+
+    @classmethod
+    def reopened(
+        cls, db: StateDB, bus: EventBus, call: ToolCall, record_id: int, requested_at: str
+    ) -> "CallRecord":
+        """The record an earlier run left open (its call's task was followed again): no new
+        ``requested`` entry, no second ``call.started``."""
+        record = cls.__new__(cls)
+        record._db, record._bus, record.call = db, bus, call
+        record._started = time.monotonic()
+        record.time, record.id = requested_at, record_id
+        record.allowed, record.on_allowed = None, None
+        record.moved = record.finished = False
+        record.outlives_daemon = True
+        record._traced = telemetry.OFF
+        return record
 
     def move(self) -> None:
         """It goes on in the background: its caller's reply is sent, and its span ends with
@@ -117,8 +136,10 @@ class CallRecord:
         """The outcome of a call stopped before it finished (cancelled, or the daemon stopping).
 
         Stopped before a decision it is a deny by ``by``; stopped while running it keeps who
-        allowed it.
+        allowed it. meworkd stopping leaves a call that outlives it open.
         """
+        if by is DecidedBy.SHUTDOWN and self.outlives_daemon:
+            return
         if self.allowed is not None:
             self.finish("allow", self.allowed.decided_by, reason)
         else:

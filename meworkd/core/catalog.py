@@ -34,6 +34,7 @@ __all__ = [
     "bind",
     "bind_names",
     "digest",
+    "legacy_tasks_work",
     "needs_tasks_reason",
     "rebind",
     "select",
@@ -189,6 +190,7 @@ class Binding:
     # The server's connection_key() when its tools were listed: a redefinition changes it.
     definition: tuple[object, ...] = ()
     view: ViewRef | None = None  # its MCP Apps view reference (``_meta.ui``), with mcp.apps
+    as_task: bool = False  # called as a 2025-11-25 task (its taskSupport is "required")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +219,8 @@ def bind(
         for tool in listings.get(server, []):
             if config.disables(tool.name) or (server, tool.name) in by_pair:
                 continue
-            if tool.needs_tasks:
-                # Never offered; Test connection and servers.tools show it as needing tasks
+            if tool.needs_tasks and not legacy_tasks_work(config):
+                # Not offered; Test connection and servers.tools show it as needing tasks
                 # (not a turn failure: the server works, and the model need not hear of it).
                 continue
             if settings.mcp.apps and not _for_model(tool):
@@ -233,7 +235,7 @@ def bind(
         meta = requires_user_interaction(tool.meta)
         view = view_ref(tool.meta) if settings.mcp.apps else None
         bindings[name] = Binding(
-            server, tool_name_, tool.annotations, meta, definitions[server], view
+            server, tool_name_, tool.annotations, meta, definitions[server], view, tool.needs_tasks
         )
     problems = [
         server_failure(
@@ -262,11 +264,18 @@ def wire_bindings(bindings: dict[str, Binding]) -> dict[str, dict[str, Any]]:
     }
 
 
+def legacy_tasks_work(config: ServerConfig) -> bool:
+    """Whether a tool that runs only as a 2025-11-25 task (``execution.taskSupport:
+    "required"``) can be called on this server: on stdio (meworkd sends that tools/call on the
+    pipes itself); over HTTP the SDK refuses the task it answers with."""
+    return config.type == "stdio"
+
+
 def needs_tasks_reason(tool: str) -> str:
-    """Why a tool that only runs as a task (``execution.taskSupport: "required"``) is left out."""
+    """Why a tool that only runs as a 2025-11-25 task is left out on an HTTP server."""
     return (
-        f'tool {tool!r} was left out: it needs tasks (execution.taskSupport is "required"), '
-        "which meworkd cannot drive"
+        f"tool {tool!r} was left out: it runs only as a 2025-11-25 task (execution.taskSupport "
+        'is "required"), which meworkd follows on stdio servers only'
     )
 
 
@@ -294,7 +303,7 @@ def unbound(binding: Binding, settings: Settings, selection: tuple[str, ...]) ->
 def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> Binding | str:
     """``binding`` against its redefined server's ``listing``, or why it is gone."""
     for tool in listing:
-        if tool.name == binding.tool and not tool.needs_tasks:
+        if tool.name == binding.tool and (not tool.needs_tasks or legacy_tasks_work(config)):
             return Binding(
                 binding.server,
                 tool.name,
@@ -302,6 +311,7 @@ def rebind(binding: Binding, listing: list[ToolInfo], config: ServerConfig) -> B
                 requires_user_interaction(tool.meta),
                 config.connection_key(),
                 view_ref(tool.meta) if binding.view is not None else None,
+                tool.needs_tasks,
             )
     return (
         f"server_redefined: the MCP server {binding.server} was redefined and no longer "

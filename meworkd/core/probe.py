@@ -7,7 +7,13 @@ from typing import Any
 from mework_protocol.failures import failure
 
 from meworkd.base.errors import MeworkError
-from meworkd.core.catalog import NAME_PATTERN, needs_tasks_reason, tool_name, was_truncated
+from meworkd.core.catalog import (
+    NAME_PATTERN,
+    legacy_tasks_work,
+    needs_tasks_reason,
+    tool_name,
+    was_truncated,
+)
 from meworkd.core.viewref import view_ui
 from meworkd.mcp import SessionPool, TalkFailed, describe
 from meworkd.settings import ServerConfig
@@ -17,8 +23,11 @@ __all__ = ["lint_tools", "test_connection"]
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 
 
-def lint_tools(server: str, tools: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Problems a model provider would reject or stumble on, found before any turn."""
+def lint_tools(
+    server: str, tools: list[dict[str, Any]], *, legacy_tasks: bool = False
+) -> list[dict[str, str]]:
+    """Problems a model provider would reject or stumble on, found before any turn;
+    ``legacy_tasks``: the server's tools that run only as 2025-11-25 tasks can be called."""
     problems: list[dict[str, str]] = []
     seen: set[str] = set()
     for tool in tools:
@@ -34,7 +43,8 @@ def lint_tools(server: str, tools: list[dict[str, Any]]) -> list[dict[str, str]]
         seen.add(name)
         problems += _name_problems(server, name)
         execution = tool.get("execution")
-        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        required = isinstance(execution, dict) and execution.get("taskSupport") == "required"
+        if required and not legacy_tasks:
             problems.append(
                 {"tool": name, "problem": "needs_tasks", "detail": needs_tasks_reason(name)}
             )
@@ -148,7 +158,7 @@ async def test_connection(pool: SessionPool, name: str, config: ServerConfig) ->
         resourceTemplates=report.resource_templates,
         offered=report.offered,
         sectionErrors=report.section_errors,
-        problems=lint_tools(name, report.tools),
+        problems=lint_tools(name, report.tools, legacy_tasks=legacy_tasks_work(config)),
         stderrTail=list(session.stderr_tail),
         sandbox=session.sandbox,
         durationMs=_ms_since(started),

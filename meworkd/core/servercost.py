@@ -32,7 +32,8 @@ def server_cost(
     reported its tools (``reported``: where and when the listing came from)."""
     if tools is None:
         return None
-    offered = [t for t in tools if not _needs_tasks(t) and not config.disables(str(t.get("name")))]
+    left_out = _needs_tasks if config.type != "stdio" else _never
+    offered = [t for t in tools if not left_out(t) and not config.disables(str(t.get("name")))]
     size = sum(len(_definition(server, config, t, mandatory_prefix)) for t in offered)
     return {
         "tools": len(offered),
@@ -43,7 +44,12 @@ def server_cost(
     }
 
 
+def _never(_tool: Mapping[str, Any]) -> bool:
+    return False
+
+
 def _needs_tasks(tool: Mapping[str, Any]) -> bool:
+    """Runs only as a 2025-11-25 task: not offered on an HTTP server (catalog.legacy_tasks_work)."""
     execution = tool.get("execution")
     return isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
 

@@ -6,7 +6,8 @@ the daemon and opened when it runs; closed (before it opens, after it closes) it
 ``ShuttingDown``. Conversations are cached in memory
 (this process is the database's only writer). The audit log's methods are
 :class:`meworkd.core.audit.AuditLog`'s, the background results'
-:class:`meworkd.core.callresults.CallResultLog`'s.
+:class:`meworkd.core.callresults.CallResultLog`'s, the MCP tasks'
+:class:`meworkd.core.tasklog.TaskLog`'s.
 """
 
 import json
@@ -26,6 +27,7 @@ from meworkd.base.log import get_logger
 from meworkd.core.audit import AuditEntry, AuditLog
 from meworkd.core.callresults import CALL_RESULTS_SCHEMA, CallResultLog
 from meworkd.core.dbfile import DatabaseDamaged, open_database
+from meworkd.core.tasklog import TASKS_SCHEMA, TaskLog
 
 __all__ = ["AuditEntry", "Conversation", "StateDB"]
 
@@ -70,6 +72,7 @@ def _prepare(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(_SCHEMA)
     db.executescript(CALL_RESULTS_SCHEMA)
+    db.executescript(TASKS_SCHEMA)
     columns = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
     if "roots" not in columns:  # a database from before conversations had roots
         db.execute("ALTER TABLE conversations ADD COLUMN roots TEXT NOT NULL DEFAULT '[]'")
@@ -120,7 +123,7 @@ class _Closed:
 _CLOSED = cast(sqlite3.Connection, _Closed())
 
 
-class StateDB(AuditLog, CallResultLog):
+class StateDB(AuditLog, CallResultLog, TaskLog):
     def __init__(self, path: Path) -> None:
         self.path = path
         # Not a flag checked per query: the call path reads no more than it did (bench B1).
@@ -239,6 +242,7 @@ class StateDB(AuditLog, CallResultLog):
         if cursor.rowcount == 0:
             raise ConversationNotFound(conversation_id)
         self.forget_results(conversation_id)
+        self.forget_tasks(conversation_id)
 
     def conversation_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM conversations").fetchone()[0])

@@ -39,6 +39,7 @@ from meworkd.core.discovery import discover
 from meworkd.core.inspect import Inventory
 from meworkd.core.replies import Redact, arguments_digest, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
+from meworkd.core.tasks import Tasks
 from meworkd.core.toolcall import ToolCall, new_call_id
 from meworkd.core.toolsearch import Offer, ToolSearch, offer_fields
 from meworkd.core.viewcalls import ViewCalls
@@ -85,7 +86,9 @@ class Turns:
         self._inventory = inventory or Inventory()  # what discovery found (servers.tools)
         self._asks = asks
         self.views = ViewCalls()  # the calls of tools with an MCP Apps view (apps.view)
-        self._runner = CallRunner(pool, bus, asks)
+        # the MCP tasks of calls (tasks.*), followed again after a restart
+        self.tasks = Tasks(db, bus, pool, store, asks, redact)
+        self._runner = CallRunner(pool, bus, asks, self.tasks)
         self.background = Background(db, bus)  # calls that outlive their turn (calls.*)
         self._turns: dict[str, Turn] = {}
         self._definitions = Definitions()
@@ -274,8 +277,8 @@ class Turns:
         checked = await self._current(turn, call.name, current)
         if isinstance(checked, Decision):
             return checked, error_result(checked.reason or ""), 0
-        _again, call_with = checked
-        result = await self._runner.run(call, arguments, call_with, clock)
+        bound, call_with = checked
+        result = await self._runner.run(record, arguments, call_with, clock, as_task=bound.as_task)
         return decision, result, call_with.mcp.max_reply_bytes
 
     async def _current(
@@ -353,6 +356,7 @@ class Turns:
         for turn in [t for t in self._turns.values() if t.conversation_id == conversation_id]:
             self.end(turn.id)
         self.background.end_conversation(conversation_id)
+        self.tasks.end_conversation(conversation_id)
 
     def _get(self, turn_id: str) -> Turn:
         turn = self._turns.get(turn_id)

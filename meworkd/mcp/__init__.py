@@ -20,7 +20,15 @@ from meworkd.mcp.model import PeerInfo, ServerReport, ToolInfo
 from meworkd.mcp.pool import LogWriter, SessionPool
 from meworkd.mcp.report import describe
 from meworkd.mcp.session import McpSession, SessionState
-from meworkd.mcp.tools import CallClock, ProgressSink, call_tool, list_tools, timed_out
+from meworkd.mcp.tasks import TaskOptions, TaskState, TaskTicket, TaskWatcher
+from meworkd.mcp.tools import (
+    CallClock,
+    ProgressSink,
+    call_tool,
+    list_tools,
+    resume_task,
+    timed_out,
+)
 from meworkd.mcp.views import APP_MIME_TYPE, APPS_EXTENSION, MAX_VIEW_BYTES, read_raw
 from meworkd.mcp.webget import get_bytes, get_json
 
@@ -48,6 +56,10 @@ __all__ = [
     "SessionPool",
     "SessionState",
     "TalkFailed",
+    "TaskOptions",
+    "TaskState",
+    "TaskTicket",
+    "TaskWatcher",
     "ToolInfo",
     "call_failure_text",
     "call_tool",
@@ -61,6 +73,7 @@ __all__ = [
     "list_tools",
     "read_raw",
     "read_resource",
+    "resume_task",
     "run_inspection",
     "timed_out",
 ]

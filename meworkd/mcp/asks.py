@@ -18,6 +18,7 @@ from mcp.client import ClientRequestContext
 from pydantic import ValidationError
 
 from meworkd.base.log import get_logger
+from meworkd.mcp.tasks import TASKS_EXTENSION
 from meworkd.mcp.views import APP_MIME_TYPE, APPS_EXTENSION
 
 __all__ = [
@@ -99,8 +100,11 @@ class SessionCallbacks:
         }
         if self._host.sampling:
             options["sampling_callback"] = self.sampling
+        # Tasks on every request: a 2026-07-28 server may answer any tools/call with one.
+        extensions: dict[str, dict[str, Any]] = {TASKS_EXTENSION: {}}
         if self._host.apps:
-            options["extensions"] = {APPS_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}
+            extensions[APPS_EXTENSION] = {"mimeTypes": [APP_MIME_TYPE]}
+        options["extensions"] = extensions
         return options
 
     def _over_cap(self) -> types.ErrorData | None:

@@ -28,7 +28,13 @@ from meworkd.base.log import get_logger
 from meworkd.mcp.budget import REPLY_BUDGET, Outstanding
 from meworkd.mcp.listcache import ListingCache
 
-__all__ = ["PASS_THROUGH", "DirectCalls", "DirectClientSession", "ProgressSink"]
+__all__ = [
+    "PASS_THROUGH",
+    "DirectCalls",
+    "DirectClientSession",
+    "ProgressSink",
+    "plainly_valid",
+]
 
 log = get_logger("meworkd.direct")
 
@@ -75,9 +81,12 @@ class DirectCalls:
         arguments: dict[str, Any],
         on_progress: ProgressSink | None,
         meta: dict[str, str] | None = None,
+        *,
+        task: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The raw result of ``tools/call tool``, as the server sent it (not yet checked);
-        ``meta``: the request's ``_meta`` (trace context), progress token aside.
+        ``meta``: the request's ``_meta`` (trace context), progress token aside; ``task``: the
+        2025-11-25 ``params.task`` asking for a task.
 
         Raises:
             MCPError: the server's error reply, or ``CONNECTION_CLOSED`` (the server went away).
@@ -86,6 +95,8 @@ class DirectCalls:
             raise MCPError.from_error_data(_CLOSED)
         request_id = f"mw-{next(self._ids)}"
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if task is not None:
+            params["task"] = task
         if on_progress is not None or meta:
             params["_meta"] = {**(meta or {})}
             if on_progress is not None:
@@ -170,3 +181,25 @@ class DirectCalls:
         for waiter in self._waiting.values():
             waiter.outcome = _CLOSED
             waiter.done.set()
+
+
+def plainly_valid(raw: dict[str, Any]) -> bool:
+    """True for what every revision's CallToolResult accepts: text blocks only (``_meta`` an
+    object), structuredContent an object, isError a boolean, ``_meta`` an object. Anything
+    else is left to the SDK's schema check (the common echo costs a few dict lookups)."""
+    for key, value in raw.items():
+        if key == "content":
+            if type(value) is not list or not all(map(_plain_text_block, value)):
+                return False
+        elif key in ("structuredContent", "_meta"):
+            if type(value) is not dict:
+                return False
+        elif key != "isError" or type(value) is not bool:
+            return False
+    return "content" in raw
+
+
+def _plain_text_block(block: object) -> bool:
+    if type(block) is not dict or block.get("type") != "text" or type(block.get("text")) is not str:
+        return False
+    return len(block) == 2 or (len(block) == 3 and type(block.get("_meta")) is dict)

@@ -8,13 +8,14 @@ in one walk (:func:`shape_reply`), and refused while it arrives once it passes i
 :class:`~meworkd.mcp.model.ToolInfo`.
 """
 
+from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types as types
 from mcp import ClientSession, MCPError
 from mcp.client import ClientRequestContext
 from mcp_types.methods import validate_server_result
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from meworkd.base import telemetry
 from meworkd.mcp.budget import (
@@ -27,9 +28,10 @@ from meworkd.mcp.budget import (
     ReplyBudget,
 )
 from meworkd.mcp.callclock import CallClock, timed_out
-from meworkd.mcp.direct import DirectCalls, DirectClientSession, ProgressSink
+from meworkd.mcp.direct import DirectCalls, DirectClientSession, ProgressSink, plainly_valid
 from meworkd.mcp.errors import InvalidListing, NotAToolResult, TalkFailed, invalid_listing
 from meworkd.mcp.model import ToolInfo
+from meworkd.mcp.tasks import RawResult, TaskOptions, TaskTicket, run_task, ticket_of
 
 __all__ = [
     "CallClock",
@@ -37,6 +39,7 @@ __all__ = [
     "call_tool",
     "list_all",
     "list_tools",
+    "resume_task",
     "shape_reply",
     "strip_meta",
     "timed_out",
@@ -137,17 +140,6 @@ def _tool_info(tool: types.Tool) -> ToolInfo:
     )
 
 
-class _RawResult(BaseModel):
-    """A tools/call result as the server sent it (every member kept, as is).
-
-    The SDK checks the result against the negotiated revision's schema before handing it over;
-    taking it raw skips building a CallToolResult only to dump it back to a dict (bench B1).
-    What meworkd relies on is checked again in ``shape_reply``, whatever the revision.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-
 async def call_tool(
     client: ClientSession,
     tool: str,
@@ -156,20 +148,48 @@ async def call_tool(
     clock: CallClock,
     on_progress: ProgressSink,
     reply_limit: int | None = None,
+    tasks: TaskOptions | None = None,
 ) -> dict[str, Any]:
     """Call ``tool`` and return its reply shaped by :func:`shape_reply`.
 
     ``reply_limit`` (``mcp.max_reply_bytes``): a reply that passes it (plus the envelope's
-    ``REPLY_ALLOWANCE``) is refused by the transport while it arrives.
+    ``REPLY_ALLOWANCE``) is refused by the transport while it arrives. ``tasks``: how a reply
+    that is an MCP task is followed to its result (:mod:`meworkd.mcp.tasks`); without it, such
+    a reply is not a tool result.
 
     Raises (mapped by the pool through :mod:`meworkd.mcp.errors`): MCPError (an error reply,
     a timeout, the connection closing), ValidationError or NotAToolResult (not a tool result);
     TalkFailed with reason ``reply_too_large`` for a refused reply.
     """
+    return await _within(reply_limit, _call(client, tool, arguments, clock, on_progress, tasks))
+
+
+async def resume_task(
+    client: ClientSession,
+    ticket: TaskTicket,
+    *,
+    clock: CallClock,
+    tasks: TaskOptions,
+    reply_limit: int,
+) -> dict[str, Any]:
+    """The reply of a call whose task is followed again (meworkd restarted while a Streamable
+    HTTP server ran it), shaped and bounded as :func:`call_tool`'s."""
+    return await _within(reply_limit, _resumed(client, ticket, clock, tasks))
+
+
+async def _resumed(
+    client: ClientSession, ticket: TaskTicket, clock: CallClock, tasks: TaskOptions
+) -> dict[str, Any]:
+    return shape_reply(await run_task(client, ticket, tasks, clock, resumed=True))
+
+
+async def _within(reply_limit: int | None, call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """``call``'s outcome, with a reply over ``reply_limit`` (``mcp.max_reply_bytes``, plus the
+    envelope's ``REPLY_ALLOWANCE``) refused while it arrives (reason ``reply_too_large``)."""
     budget = None if reply_limit is None else ReplyBudget(reply_limit + REPLY_ALLOWANCE)
     token = REPLY_BUDGET.set(budget)
     try:
-        return await _call(client, tool, arguments, clock, on_progress)
+        return await call
     except MCPError:
         if budget is None or not budget.refused:
             raise
@@ -197,6 +217,7 @@ async def _call(
     arguments: dict[str, Any],
     clock: CallClock,
     on_progress: ProgressSink,
+    tasks: TaskOptions | None,
 ) -> dict[str, Any]:
     # Every call runs under its clock's watchdog (not the SDK's read timeout, which would keep
     # running while a person answers the server's question); its cancellation (the caller's
@@ -209,14 +230,19 @@ async def _call(
         progressed(progress, total, message)
 
     direct = client.direct if isinstance(client, DirectClientSession) else None
+    # A 2025-11-25 task is asked for, on the pipes (the SDK's check of a tools/call result
+    # refuses its CreateTaskResult); a 2026-07-28 server decides on its own.
+    legacy_task = tasks is not None and tasks.as_task and direct is not None
     clock.start()
     try:
         if direct is not None:
-            raw = await _direct_call(client, direct, tool, arguments, progressed)
+            raw = await _direct_call(client, direct, tool, arguments, progressed, legacy_task)
         else:
             raw = await _call_rounds(client, tool, arguments, progress)
     finally:
         clock.stop()
+    if tasks is not None and (ticket := ticket_of(raw, legacy=legacy_task)) is not None:
+        raw = await run_task(client, ticket, tasks, clock)
     return shape_reply(raw)
 
 
@@ -243,7 +269,7 @@ async def _call_rounds(
         )
         try:
             result = await client.send_request(
-                types.CallToolRequest(params=params), _RawResult, progress_callback=progress
+                types.CallToolRequest(params=params), RawResult, progress_callback=progress
             )
         except MCPError as exc:
             if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
@@ -278,14 +304,19 @@ async def _direct_call(
     tool: str,
     arguments: dict[str, Any],
     progressed: ProgressSink,
+    as_task: bool,
 ) -> dict[str, Any]:
     """tools/call on the pipes themselves (:mod:`meworkd.mcp.direct`): a handshake-era session,
     so no input rounds; a -32042 is answered as on the SDK path. The result is checked against
-    the session's revision as the SDK checks it."""
+    the session's revision as the SDK checks it; ``as_task``: asked for as a 2025-11-25 task,
+    whose answer (``{task}``) is checked when it is followed."""
     url_asked = False
+    task: dict[str, Any] | None = {} if as_task else None
     while True:
         try:
-            raw = await direct.call_tool(tool, arguments, progressed, telemetry.trace_meta())
+            raw = await direct.call_tool(
+                tool, arguments, progressed, telemetry.trace_meta(), task=task
+            )
         except MCPError as exc:
             if exc.code != types.URL_ELICITATION_REQUIRED or url_asked:
                 raise
@@ -293,31 +324,11 @@ async def _direct_call(
             if not await _consent_to_urls(client, exc):
                 raise
             continue
-        if not _plainly_valid(raw):
+        if as_task and "task" in raw and "content" not in raw:
+            return raw
+        if not plainly_valid(raw):
             validate_server_result("tools/call", client.protocol_version or "2025-11-25", raw)
         return raw
-
-
-def _plainly_valid(raw: dict[str, Any]) -> bool:
-    """True for what every revision's CallToolResult accepts: text blocks only (``_meta`` an
-    object), structuredContent an object, isError a boolean, ``_meta`` an object. Anything
-    else is left to the SDK's schema check (the common echo costs a few dict lookups)."""
-    for key, value in raw.items():
-        if key == "content":
-            if type(value) is not list or not all(map(_plain_text_block, value)):
-                return False
-        elif key in ("structuredContent", "_meta"):
-            if type(value) is not dict:
-                return False
-        elif key != "isError" or type(value) is not bool:
-            return False
-    return "content" in raw
-
-
-def _plain_text_block(block: object) -> bool:
-    if type(block) is not dict or block.get("type") != "text" or type(block.get("text")) is not str:
-        return False
-    return len(block) == 2 or (len(block) == 3 and type(block.get("_meta")) is dict)
 
 
 async def _consent_to_urls(client: ClientSession, exc: MCPError) -> bool:

@@ -20,6 +20,7 @@ from meworkd.rpc.methods import (
     sampling,
     servers,
     settings,
+    tasks,
     turns,
 )
 from meworkd.rpc.services import Services
@@ -38,6 +39,7 @@ _GROUPS = (
     conversations,
     turns,
     calls,
+    tasks,
     approvals,
     elicitations,
     sampling,

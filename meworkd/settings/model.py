@@ -249,6 +249,8 @@ class McpOptions(Struct, frozen=True):
     # A call still running this many seconds after it was sent returns to the model at once and
     # goes on in the background (calls.result has its outcome later); None: never.
     background_after_seconds: float | None = None
+    # The longest an MCP task of a call may run, from the server's answer to its end.
+    task_max_seconds: float = 3600.0
     # Whether stdio entries added from now on (by hand, imported, from a registry) start
     # sandboxed; the entries already there keep what they say.
     sandbox_default: bool = False

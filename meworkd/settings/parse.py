@@ -48,6 +48,7 @@ __all__ = [
 MAX_ENTRY_DEPTH = 32  # no server entry needs more; far deeper ones break deep copies and JSON
 MAX_DOCUMENT_DEPTH = 64  # the whole document (other apps' keys too) may nest a little deeper
 MAX_BACKGROUND_AFTER = 86400.0  # a day: beyond that "after" means never, which is null
+MAX_TASK_SECONDS = 7 * 86400.0  # mcp.task_max_seconds: a week
 
 _TYPE_SPELLINGS = {
     "stdio": "stdio",
@@ -290,6 +291,11 @@ def parse_mcp_options(raw: object) -> McpOptions:
         raise InvalidSettings(
             f"mcp.background_after_seconds: expected a number of seconds > 0 and at most "
             f"{MAX_BACKGROUND_AFTER:g}, or null (calls never move to the background)"
+        )
+    if not 0 < options.task_max_seconds <= MAX_TASK_SECONDS:
+        raise InvalidSettings(
+            "mcp.task_max_seconds: expected a number of seconds > 0 and at most "
+            f"{MAX_TASK_SECONDS:g} (a week)"
         )
     for index, url in enumerate(options.registries):
         if not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", url):
