@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client, ClientSession, MCPError, StdioServerParameters
@@ -293,3 +294,117 @@ async def test_an_unknown_task_id_is_invalid_params(connect: Connect) -> None:
         with pytest.raises(MCPError) as caught:
             await update(c.session, "no-such-task", {})
         assert caught.value.error.code == -32602
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [({"action": "decline"}, "declined"), ({"action": "cancel"}, "cancelled")],
+)
+async def test_ask_declined_or_cancelled(
+    connect: Connect, response: dict[str, Any], expected: str
+) -> None:
+    async with connect() as c:
+        created = await start(c.session, "ask", {"message": "Sure?"})
+        (key,) = (await poll(c.session, created.task_id, {"input_required"}))["inputRequests"]
+        await update(c.session, created.task_id, {key: {"action": "accept"}})  # malformed
+        assert (await get(c.session, created.task_id))["status"] == "input_required"
+        await update(c.session, created.task_id, {key: response})
+        task = await poll(c.session, created.task_id, TERMINAL)
+        assert text(task["result"]) == expected
+
+
+async def test_bad_arguments_are_invalid_params(connect: Connect) -> None:
+    async with connect() as c:
+        for tool, args in [
+            ("job", {"outcome": "maybe"}),
+            ("job", {"seconds": "soon"}),
+            ("interval", {}),
+            ("interval", {"ms": -1}),
+            ("garbage", {"kind": "odd"}),
+            ("big", {"bytes": -5}),
+        ]:
+            with pytest.raises(MCPError) as caught:
+                await start(c.session, tool, args)
+            assert caught.value.error.code == -32602, (tool, args)
+
+
+# --------------------------------------------------------------------------------------------
+# one transport is enough
+
+
+async def test_max_tasks_bounds_the_live_tasks() -> None:
+    params = StdioServerParameters(command=PY, args=[SERVER, "--max-tasks", "2"])
+    async with Client(params, mode=MODERN, extensions=[TasksClient()]) as c:
+        first = await start(c.session, "forever")
+        await start(c.session, "forever")
+        with pytest.raises(MCPError) as caught:
+            await start(c.session, "forever")
+        assert caught.value.error.code == -32000
+        await cancel(c.session, first.task_id)  # a terminal task no longer counts
+        await start(c.session, "forever")
+
+
+async def test_a_handshake_era_client_never_gets_a_task() -> None:
+    params = StdioServerParameters(command=PY, args=[SERVER])
+    async with Client(params, mode="legacy", extensions=[TasksClient()]) as c:
+        meta: Any = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+        with pytest.raises(MCPError) as caught:
+            await c.session.call_tool("job", {}, meta=meta, allow_claimed=True)
+        assert caught.value.error.code == -32021
+        plain = await c.call_tool("plain", {"text": "old"})
+        assert plain.content == [types.TextContent(type="text", text="old")]
+
+
+async def test_garbage_interval_and_big_tasks(http_tasks: HttpTasks) -> None:
+    async with Client(http_tasks.url, mode=MODERN, extensions=[TasksClient()]) as c:
+        s = c.session
+        not_object = await start(s, "garbage", {"kind": "not_object"})
+        assert "status" not in await get(s, not_object.task_id)
+        bad_status = await start(s, "garbage", {"kind": "bad_status"})
+        assert (await get(s, bad_status.task_id))["status"] == "sleeping"
+        vanished = await start(s, "garbage", {"kind": "unknown"})
+        with pytest.raises(MCPError) as caught:
+            await get(s, vanished.task_id)
+        assert caught.value.error.code == -32602
+        for ms in (0, 1_000_000_000):
+            created = await start(s, "interval", {"ms": ms})
+            assert created.poll_interval_ms == ms
+            assert (await get(s, created.task_id))["pollIntervalMs"] == ms
+        big = await start(s, "big", {"bytes": 100_000})
+        task = await poll(s, big.task_id, TERMINAL)
+        assert len(text(task["result"]).encode()) == 100_000
+
+
+async def test_http_tasks_outlive_the_client_and_are_observable(http_tasks: HttpTasks) -> None:
+    async with Client(http_tasks.url, mode=MODERN, extensions=[TasksClient()]) as c:
+        created = await start(c.session, "forever")
+        await c.call_tool("plain", {})
+    async with Client(http_tasks.url, mode=MODERN, extensions=[TasksClient()]) as c:
+        assert (await get(c.session, created.task_id))["status"] == "working"
+        await cancel(c.session, created.task_id)
+    async with httpx2.AsyncClient() as http:
+        listed = (await http.get(f"{http_tasks.base}/admin/tasks")).json()
+    assert {"taskId": created.task_id, "tool": "forever", "status": "cancelled"} in listed
+    mine = [r for r in http_tasks.records() if r.get("taskId") == created.task_id]
+    assert [r["method"] for r in mine] == ["tasks/get", "tasks/cancel"]
+    assert all(r["mcpName"] == created.task_id for r in mine)
+    assert mine[0]["params"]["taskId"] == created.task_id
+    calls = [r for r in http_tasks.records() if r["method"] == "tools/call"]
+    assert {"method": "tools/call", "name": "forever", "task": True} in calls
+    assert {"method": "tools/call", "name": "plain", "task": False} in calls
+
+
+async def test_stdio_records_without_mcp_name(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    params = StdioServerParameters(command=PY, args=[SERVER, "--record", str(record)])
+    async with Client(params, mode=MODERN, extensions=[TasksClient()]) as c:
+        created = await start(c.session, "job", {"seconds": 0})
+        await get(c.session, created.task_id)
+    async with Client(params, mode=MODERN) as c:
+        with pytest.raises(MCPError):
+            await c.call_tool("job", {})
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert lines[0] == {"method": "tools/call", "name": "job", "task": True}
+    assert lines[1]["method"] == "tasks/get"
+    assert lines[1]["mcpName"] is None
+    assert lines[2] == {"method": "tools/call", "name": "job", "task": False}
