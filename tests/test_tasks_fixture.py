@@ -90,6 +90,15 @@ async def cancel(s: ClientSession, task_id: str) -> dict[str, Any]:
     return await s.send_request(TasksCancel(params=TaskIdParams(task_id=task_id)), RAW)
 
 
+async def get_error(s: ClientSession, task_id: str) -> types.ErrorData | None:
+    """The error ``tasks/get`` answers, or None while it answers a task."""
+    try:
+        await get(s, task_id)
+    except MCPError as e:
+        return e.error
+    return None
+
+
 async def poll(s: ClientSession, task_id: str, until: set[str]) -> dict[str, Any]:
     """``tasks/get`` every ``pollIntervalMs`` until the status is one of ``until``."""
     with anyio.fail_after(10):
@@ -344,9 +353,19 @@ async def test_max_tasks_bounds_the_live_tasks() -> None:
         await start(c.session, "forever")
 
 
-async def test_a_handshake_era_client_never_gets_a_task() -> None:
-    params = StdioServerParameters(command=PY, args=[SERVER])
-    async with Client(params, mode="legacy", extensions=[TasksClient()]) as c:
+async def test_a_task_past_its_ttl_is_purged() -> None:
+    params = StdioServerParameters(command=PY, args=[SERVER, "--ttl-ms", "100"])
+    async with Client(params, mode=MODERN, extensions=[TasksClient()]) as c:
+        created = await start(c.session, "forever")
+        assert created.ttl_ms == 100
+        with anyio.fail_after(10):
+            while (error := await get_error(c.session, created.task_id)) is None:
+                await anyio.sleep(0.05)
+        assert error.code == -32602
+
+
+async def test_a_handshake_era_client_never_gets_a_task(connect: Connect) -> None:
+    async with connect(mode="legacy") as c:
         meta: Any = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
         with pytest.raises(MCPError) as caught:
             await c.session.call_tool("job", {}, meta=meta, allow_claimed=True)

@@ -20,7 +20,8 @@ on a handshake-era connection); a task tool called without it gets ``-32021`` wi
 sent. ``tasks/get`` answers a DetailedTask (``resultType: "complete"``; ``result`` when completed,
 ``error`` when failed, ``inputRequests`` when input_required); ``tasks/update`` and
 ``tasks/cancel`` answer an empty ack (cancel turns a task that is not yet terminal ``cancelled``);
-an unknown ``taskId`` is ``-32602``. Task state advances lazily from the clock whenever a task is
+an unknown ``taskId`` is ``-32602``, and so is one past its ``ttlMs`` (``--ttl-ms``, default an
+hour; the task is then purged). Task state advances lazily from the clock whenever a task is
 read, so no work runs between requests. Tools (each returns a task unless said otherwise):
 
 * ``job {seconds=0.2, outcome="complete"|"error_result"|"fail", text="done"}``: after ``seconds``
@@ -110,6 +111,7 @@ class Task:
     poll_ms: int
     ttl_ms: int
     created_at: str = field(default_factory=now_iso)
+    born: float = field(default_factory=time.monotonic)
     updated_at: str = ""
     status: str = "working"
     due: float | None = None
@@ -123,6 +125,9 @@ class Task:
     def move(self, status: str) -> None:
         self.status = status
         self.updated_at = now_iso()
+
+    def expired(self) -> bool:
+        return time.monotonic() - self.born > self.ttl_ms / 1000
 
     def advance(self) -> None:
         """Bring the state up to date with the clock (tasks run lazily)."""
@@ -216,6 +221,9 @@ class TasksExtension(Extension):
             f.write(json.dumps(entry) + "\n")
 
     def snapshot(self) -> list[dict[str, Any]]:
+        """Every task's id and status, once expired tasks are purged."""
+        for task_id in [t.task_id for t in self.tasks.values() if t.expired()]:
+            del self.tasks[task_id]
         for task in self.tasks.values():
             task.advance()
         return [
@@ -271,6 +279,9 @@ class TasksExtension(Extension):
         )
         require_tasks(ctx)
         task = self.tasks.get(params.task_id)
+        if task is not None and task.expired():
+            del self.tasks[task.task_id]
+            task = None
         if task is None:
             raise invalid(f"unknown task {params.task_id!r}")
         task.advance()
