@@ -132,12 +132,11 @@ class CallTask:
 
     def left(self, by_caller: bool) -> None:
         """The call was cancelled: by its caller (the task was cancelled on the server), or
-        from outside (meworkd stopping: an HTTP server's task stays open, to be followed
-        again; a stdio server's ends with the process)."""
+        from outside, by meworkd stopping: the task stays open on record, and the next run
+        follows it again (an HTTP server's) or ends it with why (a stdio server's, whose
+        process ends now), keeping a reply for ``calls.result``."""
         if by_caller:
             self._set("cancelled", "cancelled by the user")
-        elif not self._durable:
-            self._set("failed", STOPPED_WITH_PROCESS)
 
 
 class Tasks:

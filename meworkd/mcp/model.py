@@ -16,8 +16,8 @@ class ToolInfo:
     input_schema: dict[str, Any]
     annotations: dict[str, Any] | None  # as on the wire (camelCase, no nulls)
     meta: object  # the tool's ``_meta``, as sent (None when absent)
-    # execution.taskSupport is "required": only a task-augmented call works, which mcp 2.3's
-    # client cannot make, so the tool is never offered to the model.
+    # execution.taskSupport is "required" (2025-11-25): only a task-augmented call works, which
+    # meworkd makes on stdio (meworkd.mcp.tasks); over HTTP the tool is not offered.
     needs_tasks: bool = False
 
 

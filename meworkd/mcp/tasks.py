@@ -49,6 +49,8 @@ MAX_INPUT_REQUESTS = 100  # questions one task may ask in its life
 CANCEL_SECONDS = 5.0  # a tasks/cancel sent on the way out waits no longer
 STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+# Failures that say the server holds no running task any more: nothing to cancel.
+_ENDED_ON_THE_SERVER = frozenset({"task_lost", "task_failed", "task_cancelled"})
 
 
 class RawResult(BaseModel):
@@ -264,7 +266,8 @@ async def run_task(
         )
     except BaseException as exc:
         from_outside = isinstance(exc, anyio.get_cancelled_exc_class()) and not clock.cancelled
-        if following.status not in TERMINAL and not from_outside:
+        gone = isinstance(exc, TalkFailed) and exc.data.get("reason") in _ENDED_ON_THE_SERVER
+        if following.status not in TERMINAL and not from_outside and not gone:
             await cancel_task(client, ticket)
         raise
 
