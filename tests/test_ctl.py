@@ -741,6 +741,8 @@ def method_not_found(request: dict[str, Any]) -> dict[str, Any]:
         (["approvals", "allow", "a1"], "approvals.respond"),
         (["approvals", "watch"], "events.subscribe"),
         (["audit"], "audit.list"),
+        (["tasks"], "tasks.list"),
+        (["tasks", "show", "c1"], "tasks.get"),
         (["servers", "test", "x"], "servers.test"),
         (["servers", "logs", "x"], "servers.logs"),
         (["servers", "logs", "x", "-f"], "events.subscribe"),
