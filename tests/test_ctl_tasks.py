@@ -212,8 +212,17 @@ def test_no_tasks_unknown_ids_and_conversations(daemon: Daemon) -> None:
     done = run_ctl(daemon, "tasks", "--conversation", "no-such-conv")
     assert done.returncode == 1
     assert "no-such-conv" in done.stderr
-    for line in (["tasks", "show"], ["tasks", "cancel"], ["tasks", "bogus"], ["tasks", "x", "y"]):
-        assert run_ctl(daemon, *line).returncode == 2, line
+    for line, usage in (
+        (["tasks", "show"], "usage: meworkctl tasks show "),
+        (["tasks", "cancel"], "usage: meworkctl tasks cancel "),
+        (["tasks", "bogus"], "usage: meworkctl tasks [--conversation ID]"),
+        (["tasks", "x", "y"], "usage: meworkctl tasks [--conversation ID]"),
+    ):
+        done = run_ctl(daemon, *line)
+        assert done.returncode == 2, line
+        assert done.stderr.startswith(usage), done.stderr
+    done = run_ctl(daemon, "tasks", "bogus")
+    assert "invalid choice: 'bogus' (choose from 'show', 'cancel')" in done.stderr
 
 
 def test_the_words_of_a_task_without_a_daemon() -> None:

@@ -111,6 +111,9 @@ COMMANDS: tuple[Command, ...] = (
         ),
         params=_list_params,
         render=show(format_tasks),
+        usage="%(prog)s [--conversation ID] [--open] [--json]\n"
+        "       %(prog)s show CALL_ID\n"
+        "       %(prog)s cancel CALL_ID",
         details="A server may answer a tool call with a task; the call waits for it. Each task "
         "is known by the call's id: 'meworkctl tasks show CALL_ID' shows it in full, "
         "'meworkctl tasks cancel CALL_ID' cancels it. The newest 1,000 ended tasks are kept.",
