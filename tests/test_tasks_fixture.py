@@ -1,7 +1,8 @@
 """Self-tests of tests/servers/tasks.py, the tasks-extension fixture, driven by the SDK client.
 
-Every flow runs over real stdio (a server per test) and real Streamable HTTP (one server for the
-module: tasks are keyed by unguessable ids, so tests do not interfere). The client declares
+Every flow runs over real Streamable HTTP (one server for the module: tasks are keyed by
+unguessable ids, so tests do not interfere); discovery, the first task and the refusals also
+over real stdio (a server per test). The client declares
 ``io.modelcontextprotocol/tasks`` per request through ``Client(extensions=[...])``; a
 ``ResultClaim`` turns the ``resultType: "task"`` answer into a ``CreateTask`` model, and the
 ``tasks/*`` requests go through ``ClientSession.send_request`` (which sets ``Mcp-Name``).
