@@ -10,6 +10,7 @@ server's ``--record`` file shows what meworkd sent it (``tasks/cancel`` above al
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from mework_client import RpcError
 from mework_client.aio import AsyncClient, connect
@@ -29,7 +31,14 @@ from meworkd.mcp import ToolInfo
 from meworkd.mcp.tasks import MAX_POLL_SECONDS, MIN_POLL_SECONDS, ticket_of
 from meworkd.settings.parse import parse_mcp_options, parse_settings
 from tests.common import BOUND, MODERN_ONLY, PY, text_of
-from tests.daemon_helpers import PEERS, begin_turn, bound, start_daemon, wait_event
+from tests.daemon_helpers import (
+    PEERS,
+    begin_turn,
+    bound,
+    start_daemon,
+    wait_event,
+    write_settings,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -331,6 +340,114 @@ async def test_an_http_servers_task_outlives_a_daemon_restart(
         audit = await client.call("audit.list", {"conversationId": conversation})
         calls = [e for e in audit["entries"] if not is_question(e)]
         assert [(e["callId"], e["decision"]) for e in calls] == [("r1", "allow")]
+
+
+class Relay:
+    """A TCP relay from a port of its own to the tasks server, which the test closes and opens
+    again: the server unreachable for a while without losing its tasks."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.port = 0
+        self._scope: anyio.CancelScope | None = None
+
+    async def open(self, tg: anyio.abc.TaskGroup) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
+        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        scope = self._scope = anyio.CancelScope()
+
+        async def serve() -> None:
+            with scope:
+                async with listener:
+                    await listener.serve(self._pipe)
+
+        tg.start_soon(serve)
+
+    def close(self) -> None:
+        assert self._scope is not None
+        self._scope.cancel()  # the listener and every relayed connection
+
+    async def _pipe(self, inbound: anyio.abc.SocketStream) -> None:
+        async with (
+            inbound,
+            await anyio.connect_tcp("127.0.0.1", self.target) as outbound,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def copy(src: anyio.abc.SocketStream, dst: anyio.abc.SocketStream) -> None:
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                    async for chunk in src:
+                        await dst.send(chunk)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(copy, inbound, outbound)
+            tg.start_soon(copy, outbound, inbound)
+
+
+async def start_asking(root: Path, servers: dict[str, Any], call_id: str) -> str:
+    """A daemon on ``root`` whose ``work`` task asks a question, stopped while it waits; the
+    conversation's id."""
+    async with start_daemon(root, servers) as running, connect(running.socket) as client:
+        await client.call("events.subscribe", {"topics": ["elicitation.requested"]})
+        turn = await begin_turn(client, ["work"])
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                with pytest.raises((RpcError, ConnectionError)):
+                    await call(client, turn, "ask", {"message": "?"}, call_id)
+
+            tg.start_soon(ask)
+            await until_asked(client, client, call_id)
+            running.daemon.request_shutdown()
+    return str(turn["conversationId"])
+
+
+async def test_a_task_waits_for_its_server_after_a_restart(
+    short_tmp: Path, http_tasks: tuple[str, Recorded]
+) -> None:
+    url, _record = http_tasks
+    async with anyio.create_task_group() as tg:
+        relay = Relay(int(url.split(":")[2].split("/")[0]))
+        await relay.open(tg)
+        servers = {"work": {"type": "http", "url": f"http://127.0.0.1:{relay.port}/mcp"}}
+        await start_asking(short_tmp, servers, "w1")
+        relay.close()
+        async with start_daemon(short_tmp) as running, connect(running.socket) as client:
+            topics = ["task.progress", "elicitation.requested", "call.finished"]
+            await client.call("events.subscribe", {"topics": topics})
+            task = await client.call("tasks.get", {"callId": "w1"})
+            if not (task["message"] or "").startswith(core_tasks.WAITING_FOR_SERVER):
+                task = await wait_event(client, "task.progress", lambda d: d["callId"] == "w1")
+            assert task["message"].startswith(core_tasks.WAITING_FOR_SERVER)
+            await relay.open(tg)  # the server is back: the next try reaches it
+            asked = await until_asked(client, client, "w1")
+            answer = {"elicitationId": asked["elicitationId"], "action": "accept"}
+            await client.call("elicitations.respond", {**answer, "content": {"answer": "late"}})
+            await wait_event(client, "call.finished", lambda d: d["callId"] == "w1")
+            kept = await client.call("calls.result", {"callId": "w1"})
+            assert text_of(kept["result"]) == "answer: late"
+        relay.close()
+
+
+async def test_a_task_whose_server_went_away_meanwhile_ends_with_why(
+    short_tmp: Path, http_tasks: tuple[str, Recorded]
+) -> None:
+    url, record = http_tasks
+    for call_id, now, why in (
+        ("g1", {}, "was removed or disabled while meworkd was stopped"),
+        ("g2", {"work": {"type": "http", "url": url + "?v=2"}}, "was given another URL"),
+    ):
+        root = short_tmp / call_id
+        await start_asking(root, {"work": {"type": "http", "url": url}}, call_id)
+        task_id = record.task_ids()[-1]
+        write_settings(root / "settings.json", now)
+        async with start_daemon(root) as running, connect(running.socket) as client:
+            task = await client.call("tasks.get", {"callId": call_id})
+            assert task["status"] == "failed"
+            assert why in task["message"]
+            kept = await client.call("calls.result", {"callId": call_id})
+            assert why in text_of(kept["result"])
+        assert record.of("tasks/get", task_id)  # (it was followed before)
 
 
 async def test_a_stdio_servers_task_ends_with_its_process(short_tmp: Path) -> None:

@@ -1,7 +1,8 @@
 """Self-tests of tests/servers/tasks.py, the tasks-extension fixture, driven by the SDK client.
 
-Every flow runs over real stdio (a server per test) and real Streamable HTTP (one server for the
-module: tasks are keyed by unguessable ids, so tests do not interfere). The client declares
+Every flow runs over real Streamable HTTP (one server for the module: tasks are keyed by
+unguessable ids, so tests do not interfere); discovery, the first task and the refusals also
+over real stdio (a server per test). The client declares
 ``io.modelcontextprotocol/tasks`` per request through ``Client(extensions=[...])``; a
 ``ResultClaim`` turns the ``resultType: "task"`` answer into a ``CreateTask`` model, and the
 ``tasks/*`` requests go through ``ClientSession.send_request`` (which sets ``Mcp-Name``).
@@ -183,12 +184,24 @@ Connect = Callable[..., Any]
 
 
 @pytest.fixture(params=["stdio", "http"])
+def connect_either(request: pytest.FixtureRequest) -> Connect:
+    """``connect(tasks=True, mode=MODERN, *server_args)``: a ``Client`` to a tasks server, over
+    each transport (for what a transport could change: discovery, the first task, refusals)."""
+    return _connector(request, request.param)
+
+
+@pytest.fixture
 def connect(request: pytest.FixtureRequest) -> Connect:
-    """``connect(tasks=True, mode=MODERN, *server_args)``: a ``Client`` to a tasks server."""
+    """As ``connect_either``, over HTTP only (the module's one server: a stdio server costs a
+    process and the SDK's import per test; the task logic is the same on both)."""
+    return _connector(request, "http")
+
+
+def _connector(request: pytest.FixtureRequest, transport: str) -> Connect:
 
     def make(*server_args: str, tasks: bool = True, mode: str = MODERN) -> Client:
         target: Any
-        if request.param == "http" and not server_args:
+        if transport == "http" and not server_args:
             target = request.getfixturevalue("http_tasks").url
         else:
             target = StdioServerParameters(command=PY, args=[SERVER, *server_args])
@@ -199,19 +212,19 @@ def connect(request: pytest.FixtureRequest) -> Connect:
 
 
 # --------------------------------------------------------------------------------------------
-# tests over both transports
+# the flows (over both transports where the transport could change them)
 
 
-async def test_advertises_the_extension_and_lists_its_tools(connect: Connect) -> None:
-    async with connect() as c:
+async def test_advertises_the_extension_and_lists_its_tools(connect_either: Connect) -> None:
+    async with connect_either() as c:
         discovered = await c.session.send_discover(MODERN)  # a pinned mode sends no probe
         assert discovered["capabilities"]["extensions"] == {TASKS: {}}
         names = {t.name for t in (await c.list_tools()).tools}
         assert names == {"job", "ask", "forever", "interval", "garbage", "big", "plain"}
 
 
-async def test_a_task_completes_through_the_sdk_claim(connect: Connect) -> None:
-    async with connect() as c:
+async def test_a_task_completes_through_the_sdk_claim(connect_either: Connect) -> None:
+    async with connect_either() as c:
         result = await c.call_tool("job", {"seconds": 0.05, "text": "hello"})
         assert result.content == [types.TextContent(type="text", text="hello")]
         assert not result.is_error
@@ -281,8 +294,8 @@ async def test_a_cancelled_task_ends_cancelled(connect: Connect) -> None:
         await cancel(c.session, created.task_id)  # cancelling again is still acknowledged
 
 
-async def test_without_the_capability_no_task_is_returned(connect: Connect) -> None:
-    async with connect(tasks=False) as c:
+async def test_without_the_capability_no_task_is_returned(connect_either: Connect) -> None:
+    async with connect_either(tasks=False) as c:
         with pytest.raises(MCPError) as caught:
             await c.call_tool("job", {})
         assert caught.value.error.code == -32021
@@ -364,8 +377,8 @@ async def test_a_task_past_its_ttl_is_purged() -> None:
         assert error.code == -32602
 
 
-async def test_a_handshake_era_client_never_gets_a_task(connect: Connect) -> None:
-    async with connect(mode="legacy") as c:
+async def test_a_handshake_era_client_never_gets_a_task(connect_either: Connect) -> None:
+    async with connect_either(mode="legacy") as c:
         meta: Any = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
         with pytest.raises(MCPError) as caught:
             await c.session.call_tool("job", {}, meta=meta, allow_claimed=True)

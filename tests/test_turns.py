@@ -451,9 +451,9 @@ async def test_server_everything_end_to_end(mw: Harness) -> None:
     conv = await mw.conversation(["everything", "gone"])
     turn = await mw.begin(conv)
     assert [(f["server"], f["kind"]) for f in turn["failures"]] == [("gone", "command_not_found")]
-    # Its task-only tool is not offered (issue 17.7): servers.test lists it as needs_tasks.
+    # Its task-only tool is offered: on stdio meworkd asks for the task (test_tasks.py runs it).
     n = bound(turn, "everything")
-    assert "simulate-research-query" not in n
+    assert "simulate-research-query" in n
     assert {"echo", "get-sum", "get-tiny-image", "trigger-long-running-operation"} <= set(n)
     (echo_tool,) = [t for t in turn["tools"] if t["name"] == n["echo"]]
     assert echo_tool["title"] == "Echo Tool"

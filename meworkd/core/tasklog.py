@@ -8,6 +8,7 @@ tasks are kept (the newest ``MAX_KEPT_TASKS``) for ``tasks.list``; a deleted con
 with it.
 """
 
+import hashlib
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from meworkd.base.clock import wire_time
 from meworkd.base.log import get_logger
 
-__all__ = ["ENDED", "MAX_KEPT_TASKS", "TASKS_SCHEMA", "TaskLog", "TaskRow"]
+__all__ = ["ENDED", "MAX_KEPT_TASKS", "TASKS_SCHEMA", "TaskLog", "TaskRow", "endpoint_of"]
 
 MAX_KEPT_TASKS = 1000
 ENDED = ("completed", "failed", "cancelled")
@@ -37,6 +38,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     decided_by TEXT NOT NULL,
     legacy INTEGER NOT NULL,
     durable INTEGER NOT NULL,
+    endpoint TEXT NOT NULL,
     status TEXT NOT NULL,
     message TEXT,
     created_at TEXT NOT NULL,
@@ -65,6 +67,7 @@ class TaskRow:
     decided_by: str
     legacy: bool
     durable: bool
+    endpoint: str  # a digest of the server's URL: the task is that server's alone
     status: str
     message: str | None
     created_at: str
@@ -91,6 +94,11 @@ class TaskRow:
         }
 
 
+def endpoint_of(url: str | None) -> str:
+    """What names a task's server across restarts: its URL, digested (it may hold a secret)."""
+    return hashlib.sha256((url or "").encode()).hexdigest()[:32]
+
+
 class TaskLog:
     """The tasks' methods of :class:`meworkd.core.state.StateDB`."""
 
@@ -98,7 +106,7 @@ class TaskLog:
 
     def record_task(self, row: TaskRow) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 row.call_id,
                 row.task_id,
@@ -114,6 +122,7 @@ class TaskLog:
                 row.decided_by,
                 int(row.legacy),
                 int(row.durable),
+                row.endpoint,
                 row.status,
                 row.message,
                 row.created_at,

@@ -27,7 +27,7 @@ from meworkd.core.asks import ServerAsks
 from meworkd.core.callrecord import CallRecord
 from meworkd.core.replies import Redact, error_result, refuse_oversized, to_wire
 from meworkd.core.state import StateDB
-from meworkd.core.tasklog import TaskRow
+from meworkd.core.tasklog import TaskRow, endpoint_of
 from meworkd.core.toolcall import ToolCall
 from meworkd.mcp import (
     CallClock,
@@ -39,12 +39,14 @@ from meworkd.mcp import (
     call_failure_text,
     resume_task,
 )
-from meworkd.settings import ServerConfig
+from meworkd.settings import McpOptions, ServerConfig
 from meworkd.settings.store import SettingsStore
 
 __all__ = ["MAX_OPEN_TASKS_PER_SERVER", "CallTask", "Tasks"]
 
 MAX_OPEN_TASKS_PER_SERVER = 100
+FIRST_RETRY_SECONDS = 1.0  # a server unreachable when a task is followed again
+LAST_RETRY_SECONDS = 60.0
 log = get_logger("meworkd.tasks")
 
 _TOPICS = {
@@ -55,6 +57,7 @@ _TOPICS = {
     "cancelled": "task.failed",
 }
 STOPPED_WITH_PROCESS = "its server's process ended when meworkd stopped"
+WAITING_FOR_SERVER = "meworkd is waiting to reach its server again:"
 
 
 class CallTask:
@@ -64,6 +67,7 @@ class CallTask:
         self._tasks = tasks
         self._record = record
         self._durable = config.type != "stdio"
+        self._url = config.url
         self.row: TaskRow | None = None
 
     def started(self, ticket: TaskTicket) -> None:
@@ -95,6 +99,7 @@ class CallTask:
             decided_by=(allowed.decided_by if allowed else DecidedBy.POLICY).value,
             legacy=ticket.legacy,
             durable=self._durable,
+            endpoint=endpoint_of(self._url),
             status=ticket.status,
             message=ticket.message,
             created_at=now,
@@ -112,7 +117,13 @@ class CallTask:
     def stopping(self) -> bool:
         return self._tasks.asks.stopping
 
-    def _set(self, status: str, message: str | None) -> None:
+    def waiting(self, why: str) -> None:
+        """Its server cannot be reached yet (followed again after a restart): said as its
+        message, until the server answers."""
+        if self.row is not None:
+            self._set(self.row.status, why, "task.progress")
+
+    def _set(self, status: str, message: str | None, topic: str | None = None) -> None:
         if self.row is None or self.row.ended:
             return
         try:
@@ -121,7 +132,7 @@ class CallTask:
             return  # (the next run reads what the database has)
         if row is not None:
             self.row = row
-            self._tasks.announce(_TOPICS.get(status, "task.progress"), row)
+            self._tasks.announce(topic or _TOPICS.get(status, "task.progress"), row)
 
     def settled(self, result: dict[str, Any]) -> None:
         """The call has its reply: a task not seen ending (a 2025-11-25 payload) ended."""
@@ -234,6 +245,8 @@ class Tasks:
         config = self._store.settings.servers.get(row.server)
         if config is None or not config.enabled:
             return f"its server {row.server} was removed or disabled while meworkd was stopped"
+        if endpoint_of(config.url) != row.endpoint:
+            return f"its server {row.server} was given another URL while meworkd was stopped"
         return None
 
     async def _follow_again(self, row: TaskRow) -> None:
@@ -242,29 +255,16 @@ class Tasks:
         call = ToolCall(*_call_fields(row))
         record = CallRecord.reopened(self.db, self._bus, call, row.audit_id, row.requested_at)
         record.allowed = Decision(True, DecidedBy(row.decided_by), None)
-        record.outlives_daemon = True
         clock = CallClock()
         clock.bind(config, settings.mcp.max_reply_bytes)
         self._clocks[row.call_id] = clock
         task = CallTask(self, record, config)
         task.row = row
-        ticket = TaskTicket(row.task_id, row.legacy, row.status, row.message, 0.0, None)
         log.info("task.followed_again", call=row.call_id, server=row.server)
         result: dict[str, Any] | None = None
         try:
             with clock.scope, self.asks.inflight.running(call, clock):
-                result = await self._pool.using(
-                    row.conversation_id,
-                    row.server,
-                    config,
-                    lambda client: resume_task(
-                        client,
-                        ticket,
-                        clock=clock,
-                        tasks=TaskOptions(task, settings.mcp.task_max_seconds, ticket.legacy),
-                        reply_limit=settings.mcp.max_reply_bytes,
-                    ),
-                )
+                result = await self._resume(row, config, task, clock, settings.mcp)
             if clock.cancelled:
                 task.left(by_caller=True)
                 result = error_result("The call was cancelled.")
@@ -279,6 +279,45 @@ class Tasks:
         finally:
             self._clocks.pop(row.call_id, None)
         self._finish(record, row, result, settings.mcp.max_reply_bytes)
+
+    async def _resume(
+        self, row: TaskRow, config: ServerConfig, task: CallTask, clock: CallClock, mcp: McpOptions
+    ) -> dict[str, Any]:
+        """The task's reply. A server not reachable yet (it may be starting too) is tried again,
+        after 1 s and then twice as long each time up to a minute, within the task's bound."""
+        ticket = TaskTicket(row.task_id, row.legacy, row.status, row.message, 0.0, None)
+        options = TaskOptions(task, mcp.task_max_seconds, ticket.legacy)
+        deadline = anyio.current_time() + mcp.task_max_seconds
+        pause = FIRST_RETRY_SECONDS
+        while True:
+            try:
+                return await self._pool.using(
+                    row.conversation_id,
+                    row.server,
+                    config,
+                    lambda client: resume_task(
+                        client,
+                        ticket,
+                        clock=clock,
+                        tasks=options,
+                        reply_limit=mcp.max_reply_bytes,
+                    ),
+                )
+            except TalkFailed:
+                raise  # the server answered: it is the task's end
+            except ServerUnavailable as exc:
+                if anyio.current_time() + pause > deadline:
+                    raise
+                log.warning(
+                    "task.server_unreachable",
+                    call=row.call_id,
+                    server=row.server,
+                    error=exc.message,
+                    retry_seconds=pause,
+                )
+                task.waiting(f"{WAITING_FOR_SERVER} {exc.message}")
+                await anyio.sleep(pause)
+                pause = min(pause * 2, LAST_RETRY_SECONDS)
 
     def _finish(self, record: CallRecord, row: TaskRow, result: dict[str, Any], limit: int) -> None:
         result, encoded, size = refuse_oversized(result, limit)

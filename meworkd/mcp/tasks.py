@@ -255,7 +255,10 @@ async def run_task(
         if not resumed:  # (a task followed again was recorded by the run that started it)
             options.watcher.started(ticket)
         with anyio.move_on_after(options.max_seconds):
-            return await _follow(client, ticket, options.watcher, clock.timeout, following)
+            watcher = options.watcher
+            # Followed again, its first poll is news: the host's record may be stale.
+            last = None if resumed else (ticket.status, ticket.message)
+            return await _follow(client, ticket, watcher, clock.timeout, following, last)
         raise TalkFailed(
             f"the task ran longer than {options.max_seconds:g} s",
             reason="task_too_long",
@@ -278,9 +281,9 @@ async def _follow(
     watcher: TaskWatcher,
     read_seconds: float,
     following: _Following,
+    last: tuple[str, str | None] | None,
 ) -> dict[str, Any]:
     answered: set[str] = set()
-    last = (ticket.status, ticket.message)
     wait = ticket.poll_seconds if ticket.status not in TERMINAL else 0.0
     while True:
         await anyio.sleep(wait)

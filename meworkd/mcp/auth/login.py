@@ -31,6 +31,7 @@ from meworkd.mcp.auth.dpop import offers_dpop, send_proven, token_from_reply
 from meworkd.mcp.auth.loopback import LoginFailed, LoopbackReceiver
 from meworkd.mcp.auth.replies import Challenge, registration_expired
 from meworkd.mcp.auth.server import ServerAuth
+from meworkd.mcp.http import tls_context
 from meworkd.settings import OAuthConfig
 
 __all__ = ["login", "redirect_port_for"]
@@ -134,7 +135,7 @@ async def _run_flow(
     # Sessions keep using the tokens they have (a step-up) until the new ones are stored.
     before = auth.state.get("tokens")
     try:
-        async with httpx2.AsyncClient(timeout=LOGIN_HTTP_TIMEOUT) as client:
+        async with httpx2.AsyncClient(timeout=LOGIN_HTTP_TIMEOUT, verify=tls_context()) as client:
             await _authorize(provider, client, auth, _wanted_scope(auth, oauth))
     except OAuthFlowError as exc:
         raise LoginFailed(f"the login failed: {type(exc).__name__}") from None
