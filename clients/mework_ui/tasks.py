@@ -32,8 +32,9 @@ def status_cell(task: dict[str, Any]) -> str:
     return f"{MARKS.get(str(task.get('status')), '✘')} {task_state(task)}"
 
 
-def task_note(task: dict[str, Any] | None) -> str:
-    """The selected task in full: what it is, what it said, and what a person can do."""
+def task_note(task: dict[str, Any] | None, question: dict[str, Any] | None = None) -> str:
+    """The selected task in full: what it is, what it said, and what a person can do;
+    ``question``: the question of its call waiting for an answer, if the UI has it."""
     if task is None:
         return (
             "no MCP tasks yet: a server may answer a tool call with a task, shown here while it "
@@ -44,7 +45,9 @@ def task_note(task: dict[str, Any] | None) -> str:
         f" · call {task.get('callId')}",
         f"{task_state(task)}: {task.get('message') or 'no message from the server'}",
     ]
-    if task.get("status") == "input_required":
+    if question is not None and question.get("message"):
+        lines.append(f"⚑ it asks you: {question['message']} (F4 answers it)")
+    elif task.get("status") == "input_required":
         lines.append("⚑ it asks you a question: F4 answers it")
     if is_open(task):
         lasts = "outlives a restart of meworkd" if task.get("resumable") else "ends with meworkd"
@@ -115,7 +118,17 @@ class TasksScreen(Screen[None]):
         return None if key is None else self.mework.tasks.of_call(key)
 
     def show_note(self) -> None:
-        self.query_one("#task-note", Static).update(task_note(self.chosen()))
+        task = self.chosen()
+        self.query_one("#task-note", Static).update(task_note(task, self.question_of(task)))
+
+    def question_of(self, task: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The question waiting for an answer in this task's call (a form, an approval)."""
+        if task is None:
+            return None
+        for question in self.mework.questions.values():
+            if question.get("callId") == task.get("callId"):
+                return question
+        return None
 
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         self.show_note()

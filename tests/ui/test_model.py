@@ -151,3 +151,7 @@ def test_a_task_in_words_wherever_it_is_shown() -> None:
     assert "x cancels" not in task_note(ended)
     assert "no message from the server" in task_note(ended)
     assert task_note(None).startswith("no MCP tasks yet")
+    asking = {**ended, "status": "input_required"}
+    assert "⚑ it asks you a question: F4 answers it" in task_note(asking)
+    said = task_note(asking, {"callId": "c1", "message": "Which region?"})
+    assert "⚑ it asks you: Which region? (F4 answers it)" in said

@@ -120,8 +120,9 @@ async def test_a_task_asking_points_to_its_question(
             table = app.screen.query_one(DataTable)
             asking = "⚑ needs your answer"
             await until(pilot, lambda: cell(table, "tk-asks", "status") == asking)
-            assert "⚑ it asks you a question: F4 answers it" in text(app, "#task-note")
             await until(pilot, lambda: "1 question (F4)" in text(app, "#topbar"))
+            note = "⚑ it asks you: Which colour? (F4 answers it)"  # the question of its call
+            await until(pilot, lambda: note in text(app, "#task-note"))
             await pilot.press("f4")
             await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
             assert "Which colour?" in text(app, "#q-head")
