@@ -222,6 +222,9 @@ t meworkctl --socket /x servers a
 t meworkctl servers import --on-conflict ''
 t meworkctl servers auto-approve fs tool ''
 t meworkctl conv create --l
+t meworkctl tasks ''
+t meworkctl tasks --o
+t meworkctl tasks show --j
 """
     lines = subprocess.run(
         ["bash", "-c", probe], capture_output=True, text=True, check=True, timeout=RUN_TIMEOUT
@@ -232,6 +235,9 @@ t meworkctl conv create --l
         "error replace skip",
         "on off",
         "--level",
+        "show cancel",  # a command that is a group too: its commands
+        "--open",
+        "--json",
     ]
 
 
@@ -741,6 +747,8 @@ def method_not_found(request: dict[str, Any]) -> dict[str, Any]:
         (["approvals", "allow", "a1"], "approvals.respond"),
         (["approvals", "watch"], "events.subscribe"),
         (["audit"], "audit.list"),
+        (["tasks"], "tasks.list"),
+        (["tasks", "show", "c1"], "tasks.get"),
         (["servers", "test", "x"], "servers.test"),
         (["servers", "logs", "x"], "servers.logs"),
         (["servers", "logs", "x", "-f"], "events.subscribe"),

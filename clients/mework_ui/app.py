@@ -13,6 +13,7 @@ from mework_ui.model import Model
 from mework_ui.questions import QuestionScreen
 from mework_ui.servers import ServersScreen
 from mework_ui.shell import HelpScreen, TooSmall, too_small
+from mework_ui.tasks import ConfirmCancelTask, TasksScreen
 
 __all__ = ["MeworkApp"]
 
@@ -31,6 +32,8 @@ class MeworkApp(App[None]):
         Binding("f2", "servers", "Servers", priority=True, show=False),
         Binding("f3", "conversations", "Chats", priority=True),
         Binding("f4", "questions", "Questions", priority=True),
+        # Hidden in the footer (no room at 80 columns): the top bar names F5 while tasks run.
+        Binding("f5", "tasks", "MCP tasks", priority=True, show=False),
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
         # Not a priority: a text field that has focus takes the q as a letter.
         Binding("q", "quit", "Quit", show=False),
@@ -107,6 +110,10 @@ class MeworkApp(App[None]):
         self.action_servers()
         self.push_screen(ConversationsScreen())
 
+    def action_tasks(self) -> None:
+        if not self.covered() and not isinstance(self.screen, TasksScreen):
+            self.push_screen(TasksScreen())
+
     def action_questions(self) -> None:
         if not self.covered() and not any(isinstance(s, QuestionScreen) for s in self.screen_stack):
             self.push_screen(QuestionScreen())
@@ -133,4 +140,6 @@ def key_sections(everywhere: list[BindingType]) -> list[tuple[str, list[BindingT
         ("MCP options (o on servers)", OptionsScreen.BINDINGS),
         ("Conversations", ConversationsScreen.BINDINGS),
         ("Questions (approvals, forms)", QuestionScreen.BINDINGS),
+        ("MCP tasks (F5; t on Conversations)", TasksScreen.BINDINGS),
+        ("Cancel a task", ConfirmCancelTask.BINDINGS),
     ]

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Select, SelectionList, Static
 
 from mework_ui.model import HasModel, Model, why_missing
 from mework_ui.rows import sync_rows
+from mework_ui.tasks import TasksScreen
 from mework_ui.views import ViewOpener, viewable
 from mework_ui.words import call_card, check_summary, server_status
 
@@ -38,6 +39,7 @@ class ConversationsScreen(Screen[None]):
         Binding("c", "answer('allow', 'conversation')", "Allow for chat", show=False),
         Binding("n", "answer('deny')", "Deny"),
         Binding("v", "view", "View the last call's view", show=False),
+        Binding("t", "tasks", "MCP tasks of this conversation", show=False),
     ]
 
     def __init__(self) -> None:
@@ -115,10 +117,21 @@ class ConversationsScreen(Screen[None]):
 
     def show_cards(self) -> None:
         cards = self.mework.cards_of(self.chosen or "")[-CARDS_SHOWN:]
-        lines = [call_card(c, self.mework.waiting_approval(c) is not None) for c in cards]
+        lines = [
+            call_card(c, self.mework.waiting_approval(c) is not None, self.task_of(c))
+            for c in cards
+        ]
         self.query_one("#cards", Static).update("\n".join(lines))
         self.query_one("#cards", Static).display = bool(lines)
         self.refresh_bindings()
+
+    def task_of(self, card: dict[str, Any]) -> dict[str, Any] | None:
+        """The MCP task a card's call waits for (a finished call's card says how it ended)."""
+        task = self.mework.tasks.of_call(card.get("callId"))
+        return task if task is not None and task.get("turnId") == card.get("turnId") else None
+
+    def action_tasks(self) -> None:
+        self.app.push_screen(TasksScreen(self.chosen))
 
     def first_waiting(self) -> dict[str, Any] | None:
         for card in self.mework.cards_of(self.chosen or ""):

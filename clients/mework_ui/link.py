@@ -27,6 +27,11 @@ WANTED_TOPICS = (
     "elicitation.resolved",
     "call.started",
     "call.finished",
+    "task.started",
+    "task.progress",
+    "task.input_required",
+    "task.completed",
+    "task.failed",
 )
 FIRST_DELAY, MAX_DELAY = 0.1, 5.0
 WAITING = "… starting meworkd (its socket is there; waiting for its first answer)"

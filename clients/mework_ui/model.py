@@ -12,6 +12,7 @@ from mework_protocol.wording import unreadable_settings
 from textual.app import App
 
 from mework_ui.link import Link, Offline, describe
+from mework_ui.taskbook import TaskBook
 
 __all__ = ["Check", "Coalescer", "HasModel", "Model", "failure_kind", "why_missing"]
 
@@ -142,6 +143,7 @@ class Model:
         # When each question stops waiting (monotonic), from the daemon's ``expiresAt``.
         self.deadlines: dict[str, float] = {}
         self.cards: dict[str, dict[str, Any]] = {}  # "turnId/callId" → the call's audit entry
+        self.tasks = TaskBook()  # the MCP tasks of calls, by call id
         self.stale = Coalescer()
 
     async def follow(self) -> None:
@@ -186,6 +188,10 @@ class Model:
             self.questions[item["elicitationId"]] = {"kind": "elicitation", **item}
             self.note_deadline(item["elicitationId"], item)
         self.deadlines = {k: v for k, v in self.deadlines.items() if k in self.questions}
+        try:
+            self.tasks.load((await self.link.call("tasks.list", {"openOnly": True}))["tasks"])
+        except Exception:  # noqa: BLE001 - a daemon without tasks (method_not_found)
+            self.tasks.load([])
 
     async def load_servers(self) -> None:
         listed = (await self.link.call("servers.list")).get("servers", [])
@@ -223,6 +229,8 @@ class Model:
             self.ask(topic.split(".")[0], data)
         elif topic in ("approval.resolved", "elicitation.resolved"):
             self.settle(str(data.get("approvalId") or data.get("elicitationId")))
+        elif topic.startswith("task."):
+            self.tasks.note(data)
         self.changed()
 
     def settle(self, key: str) -> None:
@@ -347,6 +355,8 @@ class Model:
         version = f"meworkd {self.version} · " if self.version else ""
         waiting = len(self.questions)
         badge = f" · ⚑ {waiting} question{'s' * (waiting != 1)} (F4)" if waiting else ""
+        running = self.tasks.open_count()
+        badge += f" · ⏵ {running} task{'s' * (running != 1)} (F5)" if running else ""
         return f"{version}{self.connection}{badge}"
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:

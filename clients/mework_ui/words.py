@@ -2,7 +2,13 @@
 
 from typing import Any
 
-from mework_protocol.wording import byte_size, token_estimate, unreadable_settings
+from mework_protocol.wording import (
+    OPEN_TASK_STATES,
+    byte_size,
+    task_state,
+    token_estimate,
+    unreadable_settings,
+)
 
 from mework_ui.link import is_down
 from mework_ui.model import Check, failure_kind
@@ -141,8 +147,9 @@ def _duration(ms: float) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
-def call_card(card: dict[str, Any], waiting: bool) -> str:
-    """A tool call in one line: server · tool · what was decided and by whom · time · size."""
+def call_card(card: dict[str, Any], waiting: bool, task: dict[str, Any] | None = None) -> str:
+    """A tool call in one line: server · tool · what was decided and by whom · time · size; a
+    call waiting for its MCP task (``task``) says how the task is doing."""
     head = f"{card.get('server') or '?'} · {card.get('tool') or card.get('name') or '?'}"
     if card.get("origin") == "app":
         head += " (asked by its view)"
@@ -150,6 +157,10 @@ def call_card(card: dict[str, Any], waiting: bool) -> str:
     if decision == "requested":
         if waiting:
             return f"⏳ {head} · waiting for approval: y allow · c conversation · n deny"
+        if task is not None and task.get("status") in OPEN_TASK_STATES:
+            asks = " · F4 to answer" if task.get("status") == "input_required" else ""
+            said = f": {task['message']}" if task.get("message") else ""
+            return f"⏵ {head} · task {task_state(task)}{said}{asks} · t tasks"
         return f"… {head} · running"
     if decision != "allow":
         verb = "denied" if decision == "deny" else decision

@@ -4,7 +4,8 @@ A command line loads only the module(s) of the command it names (start-up time, 
 top level of the parser, ``meworkctl --help`` and argparse's "invalid choice" messages are made
 from this table, and a group's rows are read from its module only when that group is named.
 The table must match the modules' rows exactly (path, help, order): tests/test_ctl_startup.py
-checks it, so it cannot drift.
+checks it, so it cannot drift. A path may be a command and a group at once (``tasks`` lists,
+``tasks show`` shows one): its group help is then the command's own.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ GROUPS: dict[str, tuple[str, str]] = {
     "turn": (
         "begin, end or cancel a turn (what a frontend does for each model turn)",
         "meworkctl turn begin chat-1",
+    ),
+    "tasks": (
+        "list the MCP tasks of tool calls (newest first)",
+        "meworkctl tasks --open",
     ),
     "approvals": (
         "list, answer or watch approval requests for tool calls",
@@ -142,6 +147,9 @@ INDEX: tuple[tuple[str, str, str], ...] = (
     ("turn result", "show the result of a call that moved to the background", "turn"),
     ("turn stop", "cancel a call running in the background", "turn"),
     ("call", "call a tool in a turn, as the model would", "turn"),
+    ("tasks", "list the MCP tasks of tool calls (newest first)", "tasks"),
+    ("tasks show", "show one MCP task in full", "tasks"),
+    ("tasks cancel", "cancel an MCP task on its server (its call ends, saying so)", "tasks"),
     ("approvals list", "list pending approval requests", "approvals"),
     ("approvals allow", "allow a pending tool call", "approvals"),
     ("approvals deny", "deny a pending tool call", "approvals"),

@@ -189,6 +189,10 @@ def _add_command(commands: dict[str, argparse._SubParsersAction[Any]], cmd: Comm
         sub.add_argument(*a.names, **a.options)
     _add_global_options(sub, top=False, skip=cmd.local)
     sub.set_defaults(spec=cmd, leaf=sub)
+    if cmd.path in GROUPS:  # a command that is a group too (``tasks``, ``tasks show``)
+        # Not required: without one of its commands the line is the command itself. A
+        # command under it sets its own spec and leaf, which replace these.
+        commands[cmd.path] = sub.add_subparsers(title="commands", metavar="COMMAND", prog=sub.prog)
 
 
 _TOP_SET = frozenset(TOP_WORDS)
