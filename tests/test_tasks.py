@@ -319,13 +319,18 @@ async def test_an_http_servers_task_outlives_a_daemon_restart(
 
             tg.start_soon(ask)
             await until_asked(client, client, "r1")
+            last_seen = (await client.call("tasks.get", {"callId": "r1"}))["updatedAt"]
             running.daemon.request_shutdown()
     task_id = record.task_ids()[-1]
     assert record.of("tasks/cancel", task_id) == []  # meworkd stopping is not a cancel
     async with start_daemon(short_tmp) as running, connect(running.socket) as client:
-        await client.call(
-            "events.subscribe", {"topics": ["elicitation.requested", "call.finished"]}
-        )
+        # The task asks again, before any frontend watches questions: its question waits
+        # for one (answered "cancel" at once, as a live call's would be, it would end it).
+        await client.call("events.subscribe", {"topics": ["task.input_required"]})
+        if (await client.call("tasks.get", {"callId": "r1"}))["updatedAt"] == last_seen:
+            await wait_event(client, "task.input_required", lambda d: d["callId"] == "r1")
+        topics = ["elicitation.requested", "call.finished"]
+        await client.call("events.subscribe", {"topics": topics})
         asked = await until_asked(client, client, "r1")
         answer = {"elicitationId": asked["elicitationId"], "action": "accept"}
         await client.call("elicitations.respond", {**answer, "content": {"answer": "green"}})

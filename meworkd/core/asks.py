@@ -138,8 +138,12 @@ class ServerAsks:
     def apps(self) -> bool:
         return self._store.settings.mcp.apps
 
-    def _watched(self, topic: str) -> bool:
-        return self._bus.watching(topic) > 0
+    def _watched(self, topic: str, found: Found) -> bool:
+        """Whether a frontend can answer a question of ``topic`` now, or the call asking may
+        wait for one (an MCP task followed again after a restart: nobody called it in this
+        run, and its question keeps on the server)."""
+        slot = found[0]
+        return self._bus.watching(topic) > 0 or (slot is not None and slot.patient)
 
     async def _ask(
         self,
@@ -231,7 +235,7 @@ class ServerAsks:
             if problem is not None:
                 return {"error": {"code": INVALID_PARAMS, "message": problem}, "by": "policy"}
             details["requestedSchema"] = request["requestedSchema"]
-        if not self._watched(ELICITATIONS.requested):
+        if not self._watched(ELICITATIONS.requested, found):
             # Nobody chose: a "decline" would report a refusal the user never made.
             return {"action": "cancel", "reason": NOBODY_WATCHING, "by": "policy"}
         return await self._ask(self._elicitations, origin, found, details, _unanswered_elicitation)
@@ -278,7 +282,7 @@ class ServerAsks:
     ) -> dict[str, Any]:
         if not self.sampling:
             return _refusal("sampling is turned off in meworkd (mcp.sampling)", "policy")
-        if not self._watched(SAMPLING.requested):
+        if not self._watched(SAMPLING.requested, found):
             return _refusal("no frontend that can sample is connected to meworkd", "policy")
         timeout = self._store.settings.mcp.question_timeout_seconds
 

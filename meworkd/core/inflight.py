@@ -19,9 +19,12 @@ class InFlight:
     def __init__(self) -> None:
         self._slots: dict[tuple[str, str], list[Running]] = {}
 
-    def running(self, call: ToolCall, clock: CallClock) -> "Running":
-        """``call`` is in flight (and the current call of this task) inside the ``with`` block."""
-        return Running(self._slots, call, clock)
+    def running(self, call: ToolCall, clock: CallClock, *, patient: bool = False) -> "Running":
+        """``call`` is in flight (and the current call of this task) inside the ``with`` block;
+        ``patient``: its questions may wait for a frontend to come (a task followed again)."""
+        running = Running(self._slots, call, clock)
+        running.patient = patient
+        return running
 
     def find(
         self, conversation_id: str | None, server: str, current: object
@@ -46,13 +49,14 @@ class Running:
     """A call in flight with its clock: the ``with`` block of :meth:`InFlight.running` (a
     class, not a generator: bench B1), and the current call a server's callback sees."""
 
-    __slots__ = ("_key", "_slots", "_token", "call", "clock")
+    __slots__ = ("_key", "_slots", "_token", "call", "clock", "patient")
 
     def __init__(
         self, slots: dict[tuple[str, str], list["Running"]], call: ToolCall, clock: CallClock
     ) -> None:
         self.call = call
         self.clock = clock
+        self.patient = False
         self._slots = slots
         self._key = (call.conversation_id, call.server)
         self._token: Token[object] | None = None

@@ -263,7 +263,7 @@ class Tasks:
         log.info("task.followed_again", call=row.call_id, server=row.server)
         result: dict[str, Any] | None = None
         try:
-            with clock.scope, self.asks.inflight.running(call, clock):
+            with clock.scope, self.asks.inflight.running(call, clock, patient=True):
                 result = await self._resume(row, config, task, clock, settings.mcp)
             if clock.cancelled:
                 task.left(by_caller=True)
