@@ -300,51 +300,60 @@ async def until_asked(client: AsyncClient, events: AsyncClient, call_id: str) ->
     return await wait_event(events, "elicitation.requested", lambda d: d["callId"] == call_id)
 
 
-async def test_an_http_servers_task_outlives_a_daemon_restart(
+async def test_an_http_servers_tasks_outlive_a_daemon_restart(
     short_tmp: Path, http_tasks: tuple[str, Recorded]
 ) -> None:
     url, record = http_tasks
     servers = {"work": {"type": "http", "url": url}}
+    colours = {"r1": "green", "r2": "amber"}  # two tasks asking on one session
     async with start_daemon(short_tmp, servers) as running, connect(running.socket) as client:
         await client.call("events.subscribe", {"topics": ["elicitation.requested"]})
         turn = await begin_turn(client, ["work"])
         conversation = turn["conversationId"]
+        before = record.task_ids()
         async with anyio.create_task_group() as tg:
 
-            async def ask() -> None:
-                with pytest.raises(
-                    (RpcError, ConnectionError)
-                ):  # meworkd stops before the task ends
-                    await call(client, turn, "ask", {"message": "Colour?"}, "r1")
+            async def ask(call_id: str) -> None:
+                with pytest.raises((RpcError, ConnectionError)):  # meworkd stops first
+                    await call(client, turn, "ask", {"message": f"Colour {call_id}?"}, call_id)
 
-            tg.start_soon(ask)
-            await until_asked(client, client, "r1")
-            last_seen = (await client.call("tasks.get", {"callId": "r1"}))["updatedAt"]
+            for call_id in colours:
+                tg.start_soon(ask, call_id)
+                await until_asked(client, client, call_id)  # each question bound to its call
+            last_seen = (await client.call("tasks.get", {"callId": "r2"}))["updatedAt"]
             running.daemon.request_shutdown()
-    task_id = record.task_ids()[-1]
-    assert record.of("tasks/cancel", task_id) == []  # meworkd stopping is not a cancel
+    task_ids = [t for t in record.task_ids() if t not in before]
+    assert len(task_ids) == 2
+    assert [record.of("tasks/cancel", t) for t in task_ids] == [[], []]  # stopping: no cancel
     async with start_daemon(short_tmp) as running, connect(running.socket) as client:
-        # The task asks again, before any frontend watches questions: its question waits
-        # for one (answered "cancel" at once, as a live call's would be, it would end it).
+        # The tasks ask again before any frontend watches questions: their questions wait
+        # for one (answered "cancel" at once, as a live call's would be, they would end them).
         await client.call("events.subscribe", {"topics": ["task.input_required"]})
-        if (await client.call("tasks.get", {"callId": "r1"}))["updatedAt"] == last_seen:
-            await wait_event(client, "task.input_required", lambda d: d["callId"] == "r1")
+        if (await client.call("tasks.get", {"callId": "r2"}))["updatedAt"] == last_seen:
+            await wait_event(client, "task.input_required", lambda d: d["callId"] == "r2")
         topics = ["elicitation.requested", "call.finished"]
         await client.call("events.subscribe", {"topics": topics})
-        asked = await until_asked(client, client, "r1")
-        answer = {"elicitationId": asked["elicitationId"], "action": "accept"}
-        await client.call("elicitations.respond", {**answer, "content": {"answer": "green"}})
-        finished = await wait_event(client, "call.finished", lambda d: d["callId"] == "r1")
-        assert (finished["decision"], finished["isError"]) == ("allow", False)
-        kept = await client.call("calls.result", {"callId": "r1"})
-        assert text_of(kept["result"]) == "answer: green"
-        task = await client.call("tasks.get", {"callId": "r1"})
-        assert (task["status"], task["resumable"]) == ("completed", True)
-        # One outcome on the call's own audit entry (beside the two questions'): not
+        for call_id, colour in colours.items():
+            asked = await until_asked(client, client, call_id)
+            assert asked["message"] == f"Colour {call_id}?"
+            answer = {"elicitationId": asked["elicitationId"], "action": "accept"}
+            await client.call("elicitations.respond", {**answer, "content": {"answer": colour}})
+            finished = await wait_event(
+                client, "call.finished", lambda d, c=call_id: d["callId"] == c
+            )
+            assert (finished["decision"], finished["isError"]) == ("allow", False)
+            kept = await client.call("calls.result", {"callId": call_id})
+            assert text_of(kept["result"]) == f"answer: {colour}"
+            task = await client.call("tasks.get", {"callId": call_id})
+            assert (task["status"], task["resumable"]) == ("completed", True)
+        # One outcome on each call's own audit entry (beside the questions'): not
         # "interrupted" by the restart.
         audit = await client.call("audit.list", {"conversationId": conversation})
         calls = [e for e in audit["entries"] if not is_question(e)]
-        assert [(e["callId"], e["decision"]) for e in calls] == [("r1", "allow")]
+        assert sorted((e["callId"], e["decision"]) for e in calls) == [
+            ("r1", "allow"),
+            ("r2", "allow"),
+        ]
 
 
 class Relay:

@@ -211,7 +211,7 @@ class ServerAsks:
 
     async def elicit(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
-        found = self.inflight.find(origin.conversation, origin.server, origin.call)
+        found = self.inflight.find(origin.conversation, origin.server, origin.call, origin.certain)
         answer = {"action": "cancel", **SESSION_ENDED}
         try:
             answer = await self._elicited(origin, found, request)
@@ -269,7 +269,7 @@ class ServerAsks:
 
     async def sample(self, origin: AskOrigin, request: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
-        found = self.inflight.find(origin.conversation, origin.server, origin.call)
+        found = self.inflight.find(origin.conversation, origin.server, origin.call, origin.certain)
         answer = _refusal(SESSION_ENDED["reason"], SESSION_ENDED["by"])
         try:
             answer = await self._sampled(origin, found, request)

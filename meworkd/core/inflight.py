@@ -27,7 +27,7 @@ class InFlight:
         return running
 
     def find(
-        self, conversation_id: str | None, server: str, current: object
+        self, conversation_id: str | None, server: str, current: object, certain: bool = False
     ) -> tuple["Running | None", list["Running"]]:
         """The call a question belongs to, and every call it may belong to.
 
@@ -35,8 +35,11 @@ class InFlight:
         the callback sees is not to be trusted (a transport may hand over the context of the
         last message it sent, not of the request that caused the question): unknown, and all
         of them may be waiting for the person. The current call alone binds only when it is
-        in flight and the only one, or when nothing else is registered (e.g. a probe).
+        in flight and the only one, or when nothing else is registered (e.g. a probe), or when
+        it is ``certain`` (it asks itself: an MCP task's input requests).
         """
+        if certain and isinstance(current, Running):
+            return current, [current]  # the call handed its own question over (a task's)
         slots = list(self._slots.get((conversation_id or "", server), []))
         if len(slots) == 1:
             return slots[0], slots

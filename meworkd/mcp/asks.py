@@ -18,12 +18,13 @@ from mcp.client import ClientRequestContext
 from pydantic import ValidationError
 
 from meworkd.base.log import get_logger
-from meworkd.mcp.tasks import TASKS_EXTENSION
 from meworkd.mcp.views import APP_MIME_TYPE, APPS_EXTENSION
 
 __all__ = [
+    "ASKED_BY_CURRENT_CALL",
     "CURRENT_CALL",
     "MAX_PENDING_QUESTIONS",
+    "TASKS_EXTENSION",
     "AskOrigin",
     "ServerAsksHost",
     "SessionCallbacks",
@@ -36,6 +37,10 @@ log = get_logger("meworkd.asks")
 MAX_PENDING_QUESTIONS = 8
 # Set by whoever sends a tools/call to what identifies that call (core's in-flight slot).
 CURRENT_CALL: ContextVar[object | None] = ContextVar("meworkd_current_call", default=None)
+# True while a call hands its own questions to the host (an MCP task's input requests,
+# meworkd.mcp.tasks): then CURRENT_CALL is surely the asker, whatever else is in flight.
+ASKED_BY_CURRENT_CALL: ContextVar[bool] = ContextVar("meworkd_asked_by_call", default=False)
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # declared on every request (mcp.tasks)
 LIST_CHANGES: dict[type, str] = {
     types.ToolListChangedNotification: "tools",
     types.PromptListChangedNotification: "prompts",
@@ -45,11 +50,13 @@ LIST_CHANGES: dict[type, str] = {
 
 @dataclass(frozen=True, slots=True)
 class AskOrigin:
-    """Who asks: the server (its settings name), the conversation, the call if known."""
+    """Who asks: the server (its settings name), the conversation, the call if known
+    (``certain``: surely that call, see :data:`ASKED_BY_CURRENT_CALL`)."""
 
     server: str
     conversation: str | None
     call: object | None
+    certain: bool = False
 
 
 class ServerAsksHost(Protocol):
@@ -89,7 +96,9 @@ class SessionCallbacks:
         self._refusing = False  # over the cap since the last warning (one warning per burst)
 
     def origin(self) -> AskOrigin:
-        return AskOrigin(self._server, self._conversation, CURRENT_CALL.get())
+        return AskOrigin(
+            self._server, self._conversation, CURRENT_CALL.get(), ASKED_BY_CURRENT_CALL.get()
+        )
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for ``ClientSession``: capabilities follow the callbacks given."""

@@ -24,13 +24,13 @@ from mcp import ClientSession, MCPError
 from mcp.client import ClientRequestContext
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from meworkd.mcp.asks import ASKED_BY_CURRENT_CALL
 from meworkd.mcp.callclock import CallClock
 from meworkd.mcp.errors import TalkFailed
 
 __all__ = [
     "MAX_POLL_SECONDS",
     "MIN_POLL_SECONDS",
-    "TASKS_EXTENSION",
     "RawResult",
     "TaskOptions",
     "TaskState",
@@ -41,7 +41,6 @@ __all__ = [
     "ticket_of",
 ]
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 MIN_POLL_SECONDS = 0.2  # a pollIntervalMs of 0 must not become a tight loop
 MAX_POLL_SECONDS = 30.0  # nor 10^9 ms a task never looked at again
 DEFAULT_POLL_SECONDS = 1.0
@@ -368,13 +367,17 @@ async def _answer(
     except ValidationError:
         raise invalid_task("tasks/get") from None
     responses: dict[str, Any] = {}
-    for key, request in (parsed.input_requests or {}).items():
-        context = ClientRequestContext(session=client, request_id=key)
-        answer = await client.dispatch_input_request(context, request)
-        if isinstance(answer, types.ErrorData):
-            raise MCPError.from_error_data(answer)
-        responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-        answered.add(key)
+    certain = ASKED_BY_CURRENT_CALL.set(True)  # these questions are this call's, surely
+    try:
+        for key, request in (parsed.input_requests or {}).items():
+            context = ClientRequestContext(session=client, request_id=key)
+            answer = await client.dispatch_input_request(context, request)
+            if isinstance(answer, types.ErrorData):
+                raise MCPError.from_error_data(answer)
+            responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            answered.add(key)
+    finally:
+        ASKED_BY_CURRENT_CALL.reset(certain)
     if watcher.stopping:
         # The host ended the questions because it is stopping; the task is not the host's to
         # answer: it stays as it is (an HTTP server's is followed again) until the host's own
