@@ -1,7 +1,8 @@
 """``meworkctl view`` in a real browser (issue 27, section 2): Debian's headless Chromium driven by
 Playwright for Python (no downloaded browser). The real daemon, the fixture server on
-``mcp.server.apps`` and the official example server over real stdio, and ``meworkctl view``
-as a real process serving the page; without chromium or Playwright these tests skip.
+``mcp.server.apps`` (its stdlib twin ``apps_fake.py`` for the sandbox probes, where the server is
+not the subject) and the official example server over real stdio, and ``meworkctl view`` as a
+real process serving the page; without chromium or Playwright these tests skip.
 
 With ``MEWORKD_SCREENSHOTS=<dir>`` the rendered views are saved there (docs/images/ holds them).
 """
@@ -18,7 +19,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from tests.common import SERVERS, document
+from tests.common import APPS_FAKE, APPS_VIEW, document
 from tests.test_apps_peers import basic_server
 from tests.turn_helpers import EVENT_TIMEOUT, Harness, bound, mw_fixture  # noqa: F401
 
@@ -37,9 +38,10 @@ CHROMIUM_ARGS = [
 APPS = {
     "type": "stdio",
     "command": sys.executable,
-    "args": [str(SERVERS / "apps_view.py")],
+    "args": [APPS_VIEW],
     "alwaysAllowTools": ["show_counter"],
 }
+APPS_STDLIB = {**APPS, "args": [APPS_FAKE]}
 SHOTS = os.environ.get("MEWORKD_SCREENSHOTS")
 
 
@@ -136,7 +138,7 @@ async def test_the_fixture_view_renders_and_calls_back_through_approvals(mw: Har
 async def test_the_view_cannot_reach_the_network_the_host_page_or_the_top_window(
     mw: Harness,
 ) -> None:
-    await _started_call(mw, APPS, "show_counter")
+    await _started_call(mw, APPS_STDLIB, "show_counter")
     async with _served(mw, "view-1") as url, _browser_page() as page:
         await page.goto(url)
         view = await _view_frame(page)
