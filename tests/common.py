@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "APPS_FAKE",
+    "APPS_VIEW",
     "BOUND",
     "COUNTING",
     "ENVDUMP",
@@ -45,6 +47,8 @@ ENVDUMP = str(SERVERS / "envdump.py")
 RAW_BAD = str(SERVERS / "raw_bad.py")
 HTTP_SERVER = str(SERVERS / "http_server.py")
 MODERN_ONLY = str(SERVERS / "modern_only.py")
+APPS_VIEW = str(SERVERS / "apps_view.py")  # MCP Apps on the SDK: where the SDK is the subject
+APPS_FAKE = str(SERVERS / "apps_fake.py")  # the same, stdlib only: for "an MCP Apps server"
 
 # Bounds, not timings: how long a wait may take before it is a failure (a loaded 2-core machine
 # must never reach them). BOUND for one event or reply, START_BOUND for a process's start-up.

@@ -1,16 +1,18 @@
 """MCP Apps, the daemon's part (issue 27, section 1): the extension advertised, each tool's view
 reference, apps.view, a view's calls through the model's approvals and audit, its messages as
-events, and every bad input refused clearly. Real daemon, real socket, and the SDK-based
-fixture server ``tests/servers/apps_view.py`` over real stdio.
+events, and every bad input refused clearly. Real daemon, real socket, and a fixture server
+over real stdio: the SDK-based ``tests/servers/apps_view.py`` where the SDK's side is the subject
+(it sees the extension the daemon advertises, or none), elsewhere its stdlib twin
+``apps_fake.py`` (the same answers, checked by test_fake_server.py; no second of CPU to import
+the SDK).
 """
 
-import sys
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.common import SERVERS, document, text_of
+from tests.common import APPS_FAKE, APPS_VIEW, PY, document, text_of
 from tests.turn_helpers import (
     EVENT_TIMEOUT,
     Harness,
@@ -24,15 +26,22 @@ from tests.turn_helpers import (
 
 pytestmark = pytest.mark.anyio
 
-APPS = {"type": "stdio", "command": sys.executable, "args": [str(SERVERS / "apps_view.py")]}
+APPS = {"type": "stdio", "command": PY, "args": [APPS_FAKE]}
+SDK_APPS = {"type": "stdio", "command": PY, "args": [APPS_VIEW]}
 VIEW = "ui://counter/view.html"
 
 
-async def _started(mw: Harness, *, apps: bool | None = None, level: str = "full_access") -> str:
+async def _started(
+    mw: Harness,
+    *,
+    apps: bool | None = None,
+    level: str = "full_access",
+    server: dict[str, Any] = APPS,
+) -> str:
     mcp = {} if apps is None else {"mcp": {"apps": apps}}
     # "other" is registered, not selected: a view's call to it is refused before anything
-    # starts it (each SDK server costs a second of CPU to start).
-    await mw.start(document({"apps": APPS, "other": APPS}, **mcp))
+    # starts it.
+    await mw.start(document({"apps": server, "other": APPS}, **mcp))
     return await mw.conversation(["apps"], level)
 
 
@@ -48,7 +57,7 @@ async def _respond(mw: Harness, request: dict[str, Any], decision: str) -> None:
 
 
 async def test_the_extension_is_advertised_and_views_reach_frontends(mw: Harness) -> None:
-    conversation = await _started(mw)
+    conversation = await _started(mw, server=SDK_APPS)
     turn = await mw.begin(conversation)
     names = bound(turn, "apps")
     assert text_of(await mw.tool(turn, names["supports_apps"])) == "apps: yes"
@@ -71,7 +80,7 @@ async def test_the_extension_is_advertised_and_views_reach_frontends(mw: Harness
 async def test_with_apps_off_servers_see_no_extension_and_nothing_else_changes(
     mw: Harness,
 ) -> None:
-    conversation = await _started(mw, apps=False)
+    conversation = await _started(mw, apps=False, server=SDK_APPS)
     turn = await mw.begin(conversation)
     names = bound(turn, "apps")
     assert text_of(await mw.tool(turn, names["supports_apps"])) == "apps: no"

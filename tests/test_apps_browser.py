@@ -1,7 +1,8 @@
 """``meworkctl view`` in a real browser (issue 27, section 2): Debian's headless Chromium driven by
 Playwright for Python (no downloaded browser). The real daemon, the fixture server on
-``mcp.server.apps`` and the official example server over real stdio, and ``meworkctl view``
-as a real process serving the page; without chromium or Playwright these tests skip.
+``mcp.server.apps`` (its stdlib twin ``apps_fake.py`` for the sandbox probes, where the server is
+not the subject) and the official example server over real stdio, and ``meworkctl view`` as a
+real process serving the page; without chromium or Playwright these tests skip.
 
 With ``MEWORKD_SCREENSHOTS=<dir>`` the rendered views are saved there (docs/images/ holds them).
 """
@@ -18,7 +19,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from tests.common import SERVERS, document
+from tests.common import APPS_FAKE, APPS_VIEW, document
 from tests.test_apps_peers import basic_server
 from tests.turn_helpers import EVENT_TIMEOUT, Harness, bound, mw_fixture  # noqa: F401
 
@@ -37,9 +38,10 @@ CHROMIUM_ARGS = [
 APPS = {
     "type": "stdio",
     "command": sys.executable,
-    "args": [str(SERVERS / "apps_view.py")],
+    "args": [APPS_VIEW],
     "alwaysAllowTools": ["show_counter"],
 }
+APPS_STDLIB = {**APPS, "args": [APPS_FAKE]}
 SHOTS = os.environ.get("MEWORKD_SCREENSHOTS")
 
 
@@ -53,18 +55,34 @@ def _playwright() -> Any:
     return async_playwright
 
 
-@asynccontextmanager
-async def _browser_page() -> AsyncIterator[Any]:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, for the module's one browser
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Any]:
+    """One Chromium for the module (its start is most of a test's CPU); each test gets a
+    context of its own, so no page state is shared."""
     async with _playwright()() as playwright:
-        browser = await playwright.chromium.launch(
+        launched = await playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
         )
         try:
-            page = await browser.new_page(viewport={"width": 900, "height": 700})
-            page.set_default_timeout(EVENT_TIMEOUT * 1000)
-            yield page
+            yield launched
         finally:
-            await browser.close()
+            await launched.close()
+
+
+@asynccontextmanager
+async def _browser_page(browser: Any) -> AsyncIterator[Any]:
+    context = await browser.new_context(viewport={"width": 900, "height": 700})
+    try:
+        page = await context.new_page()
+        page.set_default_timeout(EVENT_TIMEOUT * 1000)
+        yield page
+    finally:
+        await context.close()
 
 
 @asynccontextmanager
@@ -103,9 +121,11 @@ async def _started_call(mw: Harness, server: dict[str, Any], tool: str, **argume
     return conversation
 
 
-async def test_the_fixture_view_renders_and_calls_back_through_approvals(mw: Harness) -> None:
+async def test_the_fixture_view_renders_and_calls_back_through_approvals(
+    mw: Harness, browser: Any
+) -> None:
     conversation = await _started_call(mw, APPS, "show_counter", start=3)
-    async with _served(mw, "view-1") as url, _browser_page() as page:
+    async with _served(mw, "view-1") as url, _browser_page(browser) as page:
         await page.goto(url)
         view = await _view_frame(page)
         await view.locator("#result").filter(has_text="counter starts at 3").wait_for()
@@ -134,10 +154,10 @@ async def test_the_fixture_view_renders_and_calls_back_through_approvals(mw: Har
 
 
 async def test_the_view_cannot_reach_the_network_the_host_page_or_the_top_window(
-    mw: Harness,
+    mw: Harness, browser: Any
 ) -> None:
-    await _started_call(mw, APPS, "show_counter")
-    async with _served(mw, "view-1") as url, _browser_page() as page:
+    await _started_call(mw, APPS_STDLIB, "show_counter")
+    async with _served(mw, "view-1") as url, _browser_page(browser) as page:
         await page.goto(url)
         view = await _view_frame(page)
         await view.locator("#probe").click()
@@ -160,10 +180,10 @@ async def test_the_view_cannot_reach_the_network_the_host_page_or_the_top_window
         await page.wait_for_selector("body[data-state=closed]")
 
 
-async def test_the_official_example_view_renders_and_calls_back(mw: Harness) -> None:
+async def test_the_official_example_view_renders_and_calls_back(mw: Harness, browser: Any) -> None:
     server = {**basic_server(), "alwaysAllowTools": ["get-time"]}
     conversation = await _started_call(mw, server, "get-time")
-    async with _served(mw, "view-1") as url, _browser_page() as page:
+    async with _served(mw, "view-1") as url, _browser_page(browser) as page:
         await page.goto(url)
         view = await _view_frame(page)
         time_shown = view.locator("#server-time")

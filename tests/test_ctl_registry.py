@@ -16,8 +16,10 @@ from tests.test_bundles import build
 from tests.test_ctl import Daemon, ok, ok_json, run_ctl, start_daemon, stop_daemon
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served() -> Iterator[tuple[Daemon, FixtureRegistry]]:
+    """One daemon and registry for the module: each test installs under names of its own and
+    puts back the settings it changes."""
     with registry_fixture() as registry, tempfile.TemporaryDirectory(prefix="mw-", dir="/tmp") as d:
         for server in (BRAVE_SEARCH, FILESYSTEM, WEATHER_PYPI):
             registry.publish(server)
@@ -95,5 +97,8 @@ def test_install_a_bundle_file(served: tuple[Daemon, FixtureRegistry]) -> None:
 def test_registries_are_set_from_the_command_line(served: tuple[Daemon, FixtureRegistry]) -> None:
     daemon, registry = served
     other = "https://registry.example.com/mirror"
-    ok(daemon, "settings", "set", f"registries={registry.url}, {other}")
-    assert ok_json(daemon, "settings", "show")["mcp"]["registries"] == [registry.url, other]
+    try:
+        ok(daemon, "settings", "set", f"registries={registry.url}, {other}")
+        assert ok_json(daemon, "settings", "show")["mcp"]["registries"] == [registry.url, other]
+    finally:
+        ok(daemon, "settings", "set", f"registries={registry.url}")

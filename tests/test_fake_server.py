@@ -1,4 +1,5 @@
-"""tests/servers/fake.py answers as the SDK-based kitchen.py does, so tests may use either.
+"""tests/servers/fake.py answers as the SDK-based kitchen.py does, and apps_fake.py as
+apps_view.py does, so tests may use either.
 
 The same requests go to both servers one at a time (each reply read before the next request)
 and the replies must be equal, byte for byte once parsed. What only the fake does on threads
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.common import FAKE, KITCHEN, PY
+from tests.common import APPS_FAKE, APPS_VIEW, FAKE, KITCHEN, PY
 
 HANDSHAKE_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "fake-test", "version": "0"}
@@ -73,10 +74,14 @@ class Peer:
         self.send({"id": self.next_id, "method": method, "params": params})
         return self.receive()
 
-    def start(self) -> Any:
+    def start(self, capabilities: dict[str, Any] | None = None) -> Any:
         reply = self.request(
             "initialize",
-            {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            {
+                "protocolVersion": HANDSHAKE_VERSION,
+                "capabilities": capabilities or {},
+                "clientInfo": CLIENT_INFO,
+            },
         )
         self.send({"method": "notifications/initialized"})
         return reply
@@ -111,6 +116,50 @@ def test_the_fake_answers_what_kitchen_answers(peers: tuple[Peer, Peer]) -> None
     for method, params in REQUESTS:
         expected = _without_data(kitchen.request(method, params))
         assert _without_data(fake.request(method, params)) == expected, (method, params)
+
+
+APPS_REQUESTS: list[tuple[str, dict[str, Any]]] = [
+    ("tools/list", {}),
+    ("resources/list", {}),
+    ("resources/templates/list", {}),
+    ("prompts/list", {}),
+    *(("resources/read", {"uri": f"ui://counter/{v}.html"}) for v in ("view", "huge", "wrong")),
+    ("resources/read", {"uri": "ui://counter/nope.html"}),
+    ("tools/call", {"name": "show_counter", "arguments": {"start": 3}}),
+    ("tools/call", {"name": "show_counter", "arguments": {"start": "4"}}),
+    ("tools/call", {"name": "show_counter"}),
+    ("tools/call", {"name": "bump", "arguments": {}}),
+    ("tools/call", {"name": "bump", "arguments": {}}),
+    *(
+        ("tools/call", {"name": name, "arguments": {}})
+        for name in ("model_only", "supports_apps", "wrong_mime", "huge_view", "not_ui", "nope")
+    ),
+    ("ping", {}),
+    ("server/discover", {}),
+]
+APPS_CAPABILITIES = {
+    "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+}
+
+
+def test_the_apps_fake_answers_what_apps_view_answers() -> None:
+    fake, sdk = Peer(APPS_FAKE), Peer(APPS_VIEW)
+    try:
+        assert fake.start(APPS_CAPABILITIES) == sdk.start(APPS_CAPABILITIES)
+        for method, params in APPS_REQUESTS:
+            expected = _without_data(sdk.request(method, params))
+            assert _without_data(fake.request(method, params)) == expected, (method, params)
+    finally:
+        fake.close()
+        sdk.close()
+    # Without the extension advertised: what apps_view answers then (test_apps.py, apps off).
+    fake = Peer(APPS_FAKE)
+    try:
+        fake.start()
+        reply = fake.request("tools/call", {"name": "supports_apps", "arguments": {}})
+        assert reply["result"]["structuredContent"] == {"result": "apps: no"}, reply
+    finally:
+        fake.close()
 
 
 def test_the_fake_reports_progress_and_ends_a_cancelled_call_unanswered() -> None:

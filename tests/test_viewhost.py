@@ -16,12 +16,13 @@ import anyio
 import pytest
 from mework_client.viewhost.csp import view_csp
 
-from tests.common import SERVERS, document
+from tests.common import APPS_FAKE, document
 from tests.turn_helpers import EVENT_TIMEOUT, Harness, bound, mw_fixture  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
-APPS = {"type": "stdio", "command": sys.executable, "args": [str(SERVERS / "apps_view.py")]}
+# The stdlib twin of apps_view.py: the host is the subject here, not the SDK's server.
+APPS = {"type": "stdio", "command": sys.executable, "args": [APPS_FAKE]}
 
 
 def _ctl(mw: Harness, *args: str) -> list[str]:

@@ -41,6 +41,8 @@ import psutil
 from mework_client import Client
 from mework_client.aio import AsyncClient, connect
 
+from meworkd.app.daemon import Daemon
+from meworkd.app.paths import Paths
 from meworkd.mcp.ledger import PidLedger
 from tests.common import (
     BOUND,
@@ -55,7 +57,7 @@ from tests.common import (
     text_of,
     write_document,
 )
-from tests.daemons import MEWORKD, start_meworkd
+from tests.daemons import MEWORKD, serve_daemon, start_meworkd
 
 __all__ = [
     "BOUND",
@@ -164,6 +166,15 @@ class DaemonProc:
             except AssertionError as failed:
                 raise AssertionError(f"{failed}\n{self.log_tail()}") from None
         notices.close()
+
+    @asynccontextmanager
+    async def in_process(self) -> AsyncIterator[Daemon]:
+        """The daemon on these same files, run in the test's event loop until the block ends:
+        for a check of what it makes of its settings and state, not of its process (a process
+        start costs a second of CPU, most of it imports)."""
+        paths = Paths(settings=self.settings, socket=self.socket, state_dir=self.state_dir)
+        async with serve_daemon(paths, {"PATH": os.environ.get("PATH", "")}) as daemon:
+            yield daemon
 
     @property
     def pid(self) -> int:

@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -32,6 +33,7 @@ from tests.reliability.harness import (
     begin,
     bound_name,
     call,
+    daemon_dir,
     marked_pids,
     new_mark,
     server_entry,
@@ -102,22 +104,42 @@ exec "$2" "$3"
 """
 
 
-async def test_helpers_that_leave_the_group_stop_with_their_session(
-    spawn_daemon: Callable[..., DaemonProc],
-) -> None:
-    d = spawn_daemon()
-    mark = new_mark()
+@pytest.fixture(scope="module")
+def reaper() -> Iterator[DaemonProc]:
+    """One daemon for the two helper tests (each adds a server of its own, with a directory of
+    its own for the helpers' pid files); it must stop cleanly once both are done."""
+    with daemon_dir() as root:
+        d = DaemonProc(root)
+        d.write_settings({})
+        d.start()
+        try:
+            yield d
+            assert d.stop() == 0, d.log_tail()
+        finally:
+            d.kill()
+
+
+def _helper_server(d: DaemonProc, name: str, script: str, mark: str) -> tuple[Path, dict[str, Any]]:
+    """A directory for the pid files and the servers.add params of ``script`` as ``name``."""
+    pids = d.root / name
+    pids.mkdir()
     entry = {
         "command": "/bin/sh",
-        "args": ["-c", ESCAPING, "sh", str(d.root), PY, FAKE],
+        "args": ["-c", script, "sh", str(pids), PY, FAKE],
         "env": {MARK_VAR: mark},
         "timeoutSeconds": 10,
     }
-    d.write_settings({"k": entry})
-    d.start()
+    return pids, {"name": name, "server": entry}
+
+
+async def test_helpers_that_leave_the_group_stop_with_their_session(reaper: DaemonProc) -> None:
+    d = reaper
+    mark = new_mark()
+    pids, added = _helper_server(d, "escaping", ESCAPING, mark)
     async with d.connect() as client:
-        turn = await begin(client, ["k"])
-        helpers = [int((d.root / f"{n}.pid").read_text()) for n in ("setsid", "double")]
+        await call(client, "servers.add", added)
+        turn = await begin(client, ["escaping"])
+        helpers = [int((pids / f"{n}.pid").read_text()) for n in ("setsid", "double")]
         assert all(alive(pid) for pid in helpers)
         assert set(helpers) <= set(marked_pids(mark))
         # The double-forked one is the daemon's now (a subreaper), not init's.
@@ -129,7 +151,7 @@ async def test_helpers_that_leave_the_group_stop_with_their_session(
             return not any(psutil.pid_exists(pid) for pid in helpers)
 
         await wait_until("the helpers are reaped", reaped)
-    assert d.stop() == 0
+        await call(client, "servers.remove", {"name": "escaping"})
     figures.record("trust", escaped_helpers_stopped=len(helpers))
 
 
@@ -157,24 +179,16 @@ exec "$2" "$3"
 """
 
 
-async def test_each_double_forked_helper_stops_with_its_own_session(
-    spawn_daemon: Callable[..., DaemonProc],
-) -> None:
-    d = spawn_daemon()
-    entry = {
-        "command": "/bin/sh",
-        "args": ["-c", DOUBLE_FORKING, "sh", str(d.root), PY, FAKE],
-        "env": {MARK_VAR: new_mark()},
-        "timeoutSeconds": 10,
-    }
-    d.write_settings({"k": entry})
-    d.start()
+async def test_each_double_forked_helper_stops_with_its_own_session(reaper: DaemonProc) -> None:
+    d = reaper
+    pids, added = _helper_server(d, "forking", DOUBLE_FORKING, new_mark())
     async with d.connect() as client:
+        await call(client, "servers.add", added)
         turns: list[dict[str, Any]] = []
         helpers: list[int] = []
         for _ in range(2):  # one after the other, so which helper is whose is known
-            turns.append(await begin(client, ["k"]))
-            (pid,) = {int(f.read_text()) for f in d.root.glob("double.*")} - set(helpers)
+            turns.append(await begin(client, ["forking"]))
+            (pid,) = {int(f.read_text()) for f in pids.glob("double.*")} - set(helpers)
             helpers.append(pid)
         older, newer = helpers
         assert all(alive(pid) for pid in helpers)
@@ -187,7 +201,7 @@ async def test_each_double_forked_helper_stops_with_its_own_session(
         await call(client, "conversations.delete", {"id": turns[0]["conversationId"]})
         await wait_until("the older session's helper is stopped", lambda: not alive(older))
         await wait_until("... and reaped", lambda: not psutil.pid_exists(older))
-    assert d.stop() == 0
+        await call(client, "servers.remove", {"name": "forking"})
 
 
 async def test_daemons_sharing_a_state_dir_never_stop_each_others_children(

@@ -4,8 +4,10 @@ Each attack runs against the real daemon (a ``meworkd`` subprocess, so the memor
 its own) over real sockets, pipes and HTTP, and must leave the daemon's peak RSS less than
 64 MiB above where it was, and a second connection answered meanwhile. The peak is the kernel's
 high-water mark (``VmHWM``), reset before each attack through ``/proc/PID/clear_refs``, so a
-buffer held for a moment and freed again still counts. The timeouts (a half-sent line, a peer
-that never reads) are checked on an in-process daemon whose timeouts are shortened.
+buffer held for a moment and freed again still counts. The attacks share one daemon for the
+module: each starts once the last one's connections are gone and the daemon is idle, and
+measures from there. The timeouts (a half-sent line, a peer that never reads) are checked on an
+in-process daemon whose timeouts are shortened.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import json
 import re
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from tests.reliability.harness import (
     begin,
     bound_name,
     call,
+    daemon_dir,
     new_mark,
     poll_until,
     server_entry,
@@ -111,12 +114,33 @@ def within_bound(section: str, name: str, growth: int) -> None:
     assert growth < RSS_BOUND, f"{name}: peak RSS grew by {growth / MIB:.1f} MiB"
 
 
-def started(
-    spawn_daemon: Callable[..., DaemonProc], servers: dict[str, Any], **extra: Any
-) -> DaemonProc:
-    d = spawn_daemon()
-    d.write_settings(servers, extra)
-    d.start()
+LISTINGS = ("endless", "many", "huge")
+
+
+@pytest.fixture(scope="module")
+def budget_daemon() -> Iterator[DaemonProc]:
+    """The module's daemon: the hostile server as ``h``, the hostile listings and a well-behaved
+    ``ok`` beside them, and a 500 KB unknown key (so that settings.get answers 500 KB)."""
+    servers = {
+        m: server_entry(HOSTILE, "--listing", m, mark=new_mark(), timeout=20) for m in LISTINGS
+    }
+    servers["ok"] = server_entry(HOSTILE, mark=new_mark(), timeout=20)
+    servers["h"] = server_entry(HOSTILE, mark=new_mark(), timeout=20)
+    with daemon_dir() as root:
+        d = DaemonProc(root)
+        d.write_settings(servers, {"x-big": "x" * 500_000})
+        d.start()
+        try:
+            yield d
+            assert d.stop() == 0, d.log_tail()
+        finally:
+            d.kill()
+
+
+def idle(d: DaemonProc) -> DaemonProc:
+    """``d`` once the last attack's connections are gone and it has stopped working."""
+    poll_until("the last test's connections are closed", lambda: d.status()["connections"] == 1)
+    settle(d)
     return d
 
 
@@ -127,8 +151,11 @@ def test_batch_members_count_against_the_in_flight_limit(
     spawn_daemon: Callable[..., DaemonProc],
 ) -> None:
     """Two batches of 256 calls that each wait for an approval: 128 run (the connection's
-    in-flight limit), not 512; answering one lets exactly one more start."""
-    d = started(spawn_daemon, {"h": server_entry(HOSTILE, mark=new_mark(), timeout=20)})
+    in-flight limit), not 512; answering one lets exactly one more start. A daemon of its own:
+    the calls left waiting for a person keep their connection open."""
+    d = spawn_daemon()
+    d.write_settings({"h": server_entry(HOSTILE, mark=new_mark(), timeout=20)})
+    d.start()
 
     async def main() -> int:
         async with d.connect() as b:
@@ -165,10 +192,10 @@ def test_batch_members_count_against_the_in_flight_limit(
     within_bound("control", "batches", anyio.run(main))
 
 
-def test_outbox_is_bounded_in_bytes(spawn_daemon: Callable[..., DaemonProc]) -> None:
+def test_outbox_is_bounded_in_bytes(budget_daemon: DaemonProc) -> None:
     """A peer asks 300 times for a 500 KB reply and reads nothing: the daemon stops reading it
     (backpressure) instead of queueing 256 replies; every reply arrives once it reads."""
-    d = started(spawn_daemon, {}, **{"x-big": "x" * 500_000})
+    d = idle(budget_daemon)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as a:
         a.connect(str(d.socket))
         peak = Peak(d)
@@ -185,9 +212,9 @@ def test_outbox_is_bounded_in_bytes(spawn_daemon: Callable[..., DaemonProc]) -> 
     within_bound("control", "unread_replies", growth)
 
 
-def test_half_lines_hold_bounded_memory(spawn_daemon: Callable[..., DaemonProc]) -> None:
+def test_half_lines_hold_bounded_memory(budget_daemon: DaemonProc) -> None:
     """Three peers each send 8 MiB of a line and stall; others are served meanwhile."""
-    d = started(spawn_daemon, {})
+    d = idle(budget_daemon)
     peak = Peak(d)
     peers = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
     try:
@@ -282,36 +309,38 @@ def _huge_calls(d: DaemonProc, server: str, calls: list[dict[str, Any]]) -> list
     return anyio.run(main)
 
 
-def test_http_reply_is_refused_while_it_is_read(spawn_daemon: Callable[..., DaemonProc]) -> None:
+def test_http_reply_is_refused_while_it_is_read(budget_daemon: DaemonProc) -> None:
     """100 MiB as one JSON body and as one SSE event: refused once past the limit."""
+    d = idle(budget_daemon)
     server = HttpFixture("huge", HTTP_HUGE)
     url = server.start()
     try:
         entry = {"type": "streamable_http", "url": url, "timeoutSeconds": 20}
-        d = started(spawn_daemon, {"web": entry})
+        with d.client() as c:
+            c.call("servers.add", {"name": "web", "server": entry})
         growths = _huge_calls(d, "web", [{"mib": 100}, {"mib": 100, "sse": True}])
+        with d.client() as c:
+            c.call("servers.remove", {"name": "web"})
     finally:
         server.stop()
     within_bound("http", "json_100mib", growths[0])
     within_bound("http", "sse_100mib", growths[1])
 
 
-def test_stdio_reply_is_refused_while_it_is_read(spawn_daemon: Callable[..., DaemonProc]) -> None:
+def test_stdio_reply_is_refused_while_it_is_read(budget_daemon: DaemonProc) -> None:
     """A 31 MiB reply line (under the old 32 MiB line limit), its id written first as the
     Python SDK does and last as the TypeScript SDK does: dropped as it arrives, refused."""
-    d = started(spawn_daemon, {"h": server_entry(HOSTILE, mark=new_mark(), timeout=20)})
+    d = idle(budget_daemon)
     growths = _huge_calls(d, "h", [{"mib": 31, "order": "python"}, {"mib": 31, "order": "ts"}])
     within_bound("stdio", "id_first_31mib", growths[0])
     within_bound("stdio", "id_last_31mib", growths[1])
 
 
-def test_tools_listing_is_bounded(spawn_daemon: Callable[..., DaemonProc]) -> None:
+def test_tools_listing_is_bounded(budget_daemon: DaemonProc) -> None:
     """Endless pages, 5000 tools, a 6 MiB page: each server's listing is refused with a clear
     reason, another client is served meanwhile, the turn gets the well-behaved server's tools."""
-    modes = ("endless", "many", "huge")
-    servers = {m: server_entry(HOSTILE, "--listing", m, mark=new_mark(), timeout=20) for m in modes}
-    servers["ok"] = server_entry(HOSTILE, mark=new_mark(), timeout=20)
-    d = started(spawn_daemon, servers)
+    modes = LISTINGS
+    d = idle(budget_daemon)
 
     async def begin_into(client: Any, box: list[dict[str, Any]]) -> None:
         box.append(await begin(client, [*modes, "ok"]))

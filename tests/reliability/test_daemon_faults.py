@@ -6,7 +6,8 @@
   exactly as they were.
 * A settings writer dies between the temp-file write and the rename (``before_rename`` hook), or
   is SIGKILLed at random points of a write loop: the file on disk is always a complete version
-  (the old or the new one, never a mix, never empty), and the daemon starts on it.
+  (the old or the new one, never a mix, never empty), and the daemon starts on it (a daemon in
+  the test's process: what it makes of the file is the subject, not its process).
 """
 
 from __future__ import annotations
@@ -181,9 +182,8 @@ async def test_crash_between_temp_write_and_rename(
             )
     leftovers = _temp_files(d.settings)
     assert len(leftovers) == 1  # the last crash's (every writer's open() removes older ones)
-    await anyio.to_thread.run_sync(d.start)
-    assert _temp_files(d.settings) == [], "the crashed writers' temp files were not removed"
-    async with d.connect() as client:
+    async with d.in_process(), d.connect() as client:
+        assert _temp_files(d.settings) == [], "the crashed writers' temp files were not removed"
         names = [s["name"] for s in (await call(client, "servers.list"))["servers"]]
         assert names == _settings_servers(d.settings)
         await call(client, "servers.add", {"name": "after-crash", "server": {"command": "true"}})
@@ -252,11 +252,10 @@ async def test_sigkill_during_settings_writes(spawn_daemon: Callable[..., Daemon
             tg.start_soon(limited, d, rng.randint(1, 40))
     # The daemon starts on every one of the files.
     for d in daemons[:3]:
-        await anyio.to_thread.run_sync(d.start)
-        status = d.status()
+        async with d.in_process(), d.connect() as client:
+            status = await call(client, "daemon.status")
         assert status["settingsError"] is None, status
         assert status["servers"] == len(_settings_servers(d.settings))
-        d.stop()
     figures.record(
         "daemon_faults",
         sigkill_writes_in_flight_landed=sum(1 for a, n in outcomes if n == a + 1),

@@ -23,7 +23,7 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,16 +302,16 @@ async def test_a_symlinked_settings_file_stays_a_link_and_its_target_is_watched(
     assert _stop_seconds(d) < STOP_BOUND
 
 
-def _not_a_database(d: DaemonProc, database: Path) -> None:
+async def _not_a_database(d: DaemonProc, database: Path) -> None:
     database.write_bytes(b"this is not an SQLite database\n" * 512)
 
 
-def _malformed(d: DaemonProc, database: Path) -> None:
-    """A real database whose conversations table (its first, page 2) is overwritten."""
-    d.start()
-    with d.client() as client:
-        client.call("conversations.create", {"mcpServers": ["a"]})
-    d.stop()  # closing checkpoints the WAL into the file
+async def _malformed(d: DaemonProc, database: Path) -> None:
+    """A real database whose conversations table (its first, page 2) is overwritten. It is
+    made by the daemon in the test's process: making it is not what is tested."""
+    async with d.in_process(), d.connect() as client:
+        await call(client, "conversations.create", {"mcpServers": ["a"]})
+    # The daemon stopped: closing checkpointed the WAL into the file.
     with database.open("r+b") as f:
         f.seek(4096)
         f.write(b"\xa5" * 4096)
@@ -319,13 +319,14 @@ def _malformed(d: DaemonProc, database: Path) -> None:
 
 @pytest.mark.parametrize("damage", [_not_a_database, _malformed], ids=["not_a_db", "malformed"])
 async def test_a_corrupt_state_database_is_moved_aside_at_start(
-    spawn_daemon: Callable[..., DaemonProc], damage: Callable[[DaemonProc, Path], None]
+    spawn_daemon: Callable[..., DaemonProc],
+    damage: Callable[[DaemonProc, Path], Awaitable[None]],
 ) -> None:
     d = spawn_daemon()
     d.write_settings(GOOD)
     d.state_dir.mkdir(mode=0o700)
     database = d.state_dir / "meworkd.sqlite3"
-    damage(d, database)
+    await damage(d, database)
     damaged = database.read_bytes()
     log_before = len(d.log_text().splitlines())
     d.start()

@@ -246,15 +246,11 @@ def _batched_subscribe_then_eof(d: DaemonProc) -> bool:
     return True
 
 
-def test_batched_subscribe_then_eof_closes_the_connection(
-    spawn_daemon: Any,
-) -> None:
-    d = spawn_daemon()
-    d.write_settings({})
-    d.start()
+def test_batched_subscribe_then_eof_closes_the_connection(hostile_daemon: DaemonProc) -> None:
+    d = hostile_daemon
+    poll_until("idle connections", lambda: d.status()["connections"] == 1)
     closed = _batched_subscribe_then_eof(d)
     connections = d.status()["connections"]
-    d.kill()
     assert closed, "no EOF: the daemon kept the connection open"
     assert connections == 1, f"{connections} connections (1 is this status request)"
 
@@ -285,13 +281,13 @@ def test_huge_integer_is_a_parse_error(hostile_daemon: DaemonProc) -> None:
     assert reply["error"]["data"]["kind"] == "parse_error", reply
 
 
-def test_deep_value_does_not_break_later_writes(spawn_daemon: Any) -> None:
-    d = spawn_daemon()
-    d.write_settings({})
-    d.start()
+# On the module's daemon, under names of their own (its later tests, and its clean stop at the
+# module's end, are more later writes).
+def test_deep_value_does_not_break_later_writes(hostile_daemon: DaemonProc) -> None:
+    d = hostile_daemon
     deep = "[" * 600 + "]" * 600
     request = (
-        '{"jsonrpc":"2.0","id":1,"method":"servers.add","params":{"name":"deep",'
+        '{"jsonrpc":"2.0","id":1,"method":"servers.add","params":{"name":"deep-value",'
         f'"server":{{"command":"true","x-deep":{deep}}}}}}}\n'
     )
     first = json.loads(exchange(d, request.encode())[0])
@@ -299,31 +295,29 @@ def test_deep_value_does_not_break_later_writes(spawn_daemon: Any) -> None:
     if not accepted:  # refusing it is fine, as a clean validation error
         assert first["error"]["data"]["kind"] in ("invalid_params", "invalid_settings"), first
     with d.client() as c:
-        try:
-            c.call("servers.add", {"name": "next", "server": {"command": "true"}})
-            c.call("settings.get")
-            if accepted:
-                c.call("servers.remove", {"name": "deep"})
-        finally:
-            d.kill()
+        c.call("servers.add", {"name": "deep-value-next", "server": {"command": "true"}})
+        c.call("settings.get")
+        if accepted:
+            c.call("servers.remove", {"name": "deep-value"})
+        c.call("servers.remove", {"name": "deep-value-next"})
 
 
-def test_deep_preset_does_not_break_later_writes(spawn_daemon: Any) -> None:
-    d = spawn_daemon()
-    d.write_settings({})
-    d.start()
+def test_deep_preset_does_not_break_later_writes(hostile_daemon: DaemonProc) -> None:
+    d = hostile_daemon
     deep = json.loads("[" * 600 + "]" * 600)
     with d.client() as c:
+        accepted = True
         try:
-            try:
-                c.call("presets.set", {"name": "p", "preset": {"mcpServers": [], "x-deep": deep}})
-            except RpcError as exc:  # refusing it is fine, as a clean validation error
-                if exc.kind not in ("invalid_params", "invalid_settings"):
-                    raise
-            c.call("servers.add", {"name": "next", "server": {"command": "true"}})
-            c.call("settings.get")
-        finally:
-            d.kill()
+            c.call("presets.set", {"name": "deep-p", "preset": {"mcpServers": [], "x-deep": deep}})
+        except RpcError as exc:  # refusing it is fine, as a clean validation error
+            if exc.kind not in ("invalid_params", "invalid_settings"):
+                raise
+            accepted = False
+        c.call("servers.add", {"name": "deep-preset-next", "server": {"command": "true"}})
+        c.call("settings.get")
+        if accepted:
+            c.call("presets.remove", {"name": "deep-p"})
+        c.call("servers.remove", {"name": "deep-preset-next"})
 
 
 def test_hand_edited_deep_value_is_reported_not_internal(spawn_daemon: Any) -> None:

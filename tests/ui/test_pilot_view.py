@@ -17,13 +17,14 @@ pytest.importorskip("textual")
 from mework_client.aio import connect
 from mework_ui.app import MeworkApp
 
-from tests.common import SERVERS
+from tests.common import APPS_FAKE
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import BOUND, add_servers, open_conversation, text, until
 
 pytestmark = pytest.mark.anyio
 
-APPS = {"type": "stdio", "command": sys.executable, "args": [str(SERVERS / "apps_view.py")]}
+# The stdlib twin of apps_view.py: the UI's key is the subject here, not the SDK's server.
+APPS = {"type": "stdio", "command": sys.executable, "args": [APPS_FAKE]}
 
 
 def notices(app: MeworkApp) -> list[str]:
