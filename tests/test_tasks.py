@@ -204,6 +204,34 @@ async def test_a_task_asks_and_a_person_answers(
     assert len(record.of("tasks/update", task_id)) == 1
 
 
+async def test_a_question_the_task_stops_asking_is_taken_back(
+    daemon: tuple[AsyncClient, AsyncClient],
+) -> None:
+    client, events = daemon
+    await events.call(
+        "events.subscribe", {"topics": ["elicitation.requested", "elicitation.resolved"]}
+    )
+    turn = await begin_turn(client, ["work"])
+    async with anyio.create_task_group() as tg:
+        replies: list[dict[str, Any]] = []
+
+        async def ask() -> None:
+            arguments = {"message": "Quick?", "give_up_after": 1}
+            replies.append(await call(client, turn, "ask", arguments, "q1"))
+
+        tg.start_soon(ask)
+        asked = await wait_event(events, "elicitation.requested", lambda d: d["callId"] == "q1")
+        # Nobody answers; the server stops asking and fails the task: the question goes.
+        gone = await wait_event(
+            events, "elicitation.resolved", lambda d: d["elicitationId"] == asked["elicitationId"]
+        )
+        assert gone["action"] == "cancel"
+    assert replies[0]["isError"] is True
+    assert "nobody answered the question" in text_of(replies[0])
+    assert (await client.call("elicitations.list"))["elicitations"] == []
+    assert (await client.call("tasks.get", {"callId": "q1"}))["status"] == "failed"
+
+
 async def test_a_cancelled_call_cancels_its_task_on_the_server(
     daemon: tuple[AsyncClient, AsyncClient], http_tasks: tuple[str, Recorded]
 ) -> None:

@@ -10,23 +10,40 @@ payload (and, while it is fetched, the server's questions) comes through the blo
 ``tasks/result``.
 
 What a task may do to the host is bounded here: its poll interval (``pollIntervalMs``, clamped),
-its whole life (``mcp.task_max_seconds``), each poll (the server's timeout), its questions.
-Recording it, announcing it and cancelling it on the server when its call ends early are the
-core's (a :class:`TaskWatcher`), since only the core knows why a call ended.
+its whole life (``mcp.task_max_seconds``), each poll (the server's timeout), its questions (a
+question the task stops asking while a person thinks is withdrawn). Recording it, announcing it
+and cancelling it on the server when its call ends early are the core's (a
+:class:`TaskWatcher`), since only the core knows why a call ended. The requests themselves are
+:mod:`meworkd.mcp.taskwire`'s.
 """
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError
 from mcp.client import ClientRequestContext
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from meworkd.mcp.asks import ASKED_BY_CURRENT_CALL
 from meworkd.mcp.callclock import CallClock
 from meworkd.mcp.errors import TalkFailed
+from meworkd.mcp.taskwire import (
+    MAX_POLL_SECONDS,
+    MIN_POLL_SECONDS,
+    TERMINAL,
+    RawResult,
+    TaskState,
+    TaskTicket,
+    cancel_task,
+    cancelled_by_server,
+    get_task,
+    invalid_task,
+    legacy_payload,
+    ticket_of,
+    update_task,
+)
 
 __all__ = [
     "MAX_POLL_SECONDS",
@@ -41,45 +58,9 @@ __all__ = [
     "ticket_of",
 ]
 
-MIN_POLL_SECONDS = 0.2  # a pollIntervalMs of 0 must not become a tight loop
-MAX_POLL_SECONDS = 30.0  # nor 10^9 ms a task never looked at again
-DEFAULT_POLL_SECONDS = 1.0
 MAX_INPUT_REQUESTS = 100  # questions one task may ask in its life
-CANCEL_SECONDS = 5.0  # a tasks/cancel sent on the way out waits no longer
-STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 # Failures that say the server holds no running task any more: nothing to cancel.
 _ENDED_ON_THE_SERVER = frozenset({"task_lost", "task_failed", "task_cancelled"})
-
-
-class RawResult(BaseModel):
-    """A result as the server sent it (every member kept, as is)."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-@dataclass(frozen=True, slots=True)
-class TaskTicket:
-    """A task a server created for a call: what is needed to follow it, also after a restart."""
-
-    task_id: str
-    legacy: bool  # the 2025-11-25 shape
-    status: str
-    message: str | None
-    poll_seconds: float
-    ttl_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskState:
-    """One ``tasks/get`` answer: the status, and what goes with it."""
-
-    status: str
-    message: str | None
-    poll_seconds: float
-    input_requests: dict[str, Any]
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
 
 
 class TaskWatcher(Protocol):
@@ -93,121 +74,6 @@ class TaskWatcher(Protocol):
 
     @property
     def stopping(self) -> bool: ...
-
-
-def invalid_task(what: str) -> TalkFailed:
-    return TalkFailed(
-        f"the server answered {what} with something that is not a task",
-        reason="invalid_task",
-        call_text=(
-            f"The MCP server's answer to {what} was not a valid task, so the call was ended "
-            "(and the task cancelled on the server)."
-        ),
-    )
-
-
-def _poll_seconds(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return DEFAULT_POLL_SECONDS
-    return min(max(value / 1000, MIN_POLL_SECONDS), MAX_POLL_SECONDS)
-
-
-def _task_fields(task: dict[str, Any], legacy: bool, what: str) -> tuple[str, str | None, float]:
-    status, message = task.get("status"), task.get("statusMessage")
-    if status not in STATUSES or not isinstance(message, str | None):
-        raise invalid_task(what)
-    poll = task.get("pollInterval" if legacy else "pollIntervalMs")
-    return str(status), message, _poll_seconds(poll)
-
-
-def ticket_of(raw: dict[str, Any], *, legacy: bool) -> TaskTicket | None:
-    """The task a ``tools/call`` result stands for, or None for an ordinary result.
-
-    Raises:
-        TalkFailed: (reason ``invalid_task``) it says it is a task but is not a valid one.
-    """
-    if legacy:
-        if "task" not in raw or "content" in raw:
-            return None
-        task = raw["task"]
-    elif raw.get("resultType") == "task":
-        task = raw
-    else:
-        return None
-    if not isinstance(task, dict):
-        raise invalid_task("tools/call")
-    task_id = task.get("taskId")
-    if not isinstance(task_id, str) or not 0 < len(task_id) <= 512:
-        raise invalid_task("tools/call")
-    status, message, poll = _task_fields(task, legacy, "tools/call")
-    ttl = task.get("ttl" if legacy else "ttlMs")
-    ttl_ms = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None
-    return TaskTicket(task_id, legacy, status, message, poll, ttl_ms)
-
-
-class _TaskIdParams(types.RequestParams):
-    task_id: str
-
-
-class _UpdateParams(_TaskIdParams):
-    input_responses: dict[str, Any]
-
-
-class _Get(types.Request[_TaskIdParams, Literal["tasks/get"]]):
-    method: Literal["tasks/get"] = "tasks/get"
-    name_param = "taskId"  # the Mcp-Name header the extension asks for on HTTP
-
-
-class _Update(types.Request[_UpdateParams, Literal["tasks/update"]]):
-    method: Literal["tasks/update"] = "tasks/update"
-    name_param = "taskId"
-
-
-class _Cancel(types.Request[_TaskIdParams, Literal["tasks/cancel"]]):
-    method: Literal["tasks/cancel"] = "tasks/cancel"
-    name_param = "taskId"
-
-
-class _Payload(types.Request[_TaskIdParams, Literal["tasks/result"]]):
-    method: Literal["tasks/result"] = "tasks/result"
-
-
-async def _request(
-    client: ClientSession, request: Any, read_seconds: float | None
-) -> dict[str, Any]:
-    result = await client.send_request(
-        request, RawResult, request_read_timeout_seconds=read_seconds
-    )
-    return result.model_extra or {}
-
-
-async def _get(client: ClientSession, ticket: TaskTicket, read_seconds: float) -> TaskState:
-    try:
-        raw = await _request(
-            client, _Get(params=_TaskIdParams(task_id=ticket.task_id)), read_seconds
-        )
-    except ValidationError:
-        raise invalid_task("tasks/get") from None
-    except MCPError as exc:
-        if exc.code != types.INVALID_PARAMS:
-            raise
-        raise TalkFailed(
-            f"the server no longer knows the task ({exc.message})",
-            reason="task_lost",
-            call_text="The MCP server no longer knows the task this call started (it may have "
-            "expired or the server restarted), so its result is lost.",
-        ) from None
-    status, message, poll = _task_fields(raw, ticket.legacy, "tasks/get")
-    requests, result, error = raw.get("inputRequests"), raw.get("result"), raw.get("error")
-    if (
-        not isinstance(requests, dict | None)
-        or not isinstance(result, dict | None)
-        or not isinstance(error, dict | None)
-    ):
-        raise invalid_task("tasks/get")
-    if not ticket.legacy and status == "completed" and result is None:
-        raise invalid_task("tasks/get")
-    return TaskState(status, message, poll, requests or {}, result, error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +152,7 @@ async def _follow(
     wait = ticket.poll_seconds if ticket.status not in TERMINAL else 0.0
     while True:
         await anyio.sleep(wait)
-        state = await _get(client, ticket, read_seconds)
+        state = await get_task(client, ticket, read_seconds)
         following.status = state.status
         if (state.status, state.message) != last:
             last = (state.status, state.message)
@@ -294,7 +160,7 @@ async def _follow(
         wait = state.poll_seconds
         if ticket.legacy and state.status != "working":
             # The payload, and the questions asked on the way, come through the blocking call.
-            payload = await _legacy_payload(client, ticket, state)
+            payload = await legacy_payload(client, ticket, state)
             following.status = "completed"
             return payload
         if state.status == "completed":
@@ -303,20 +169,9 @@ async def _follow(
         if state.status == "failed":
             raise _failed(state)
         if state.status == "cancelled":
-            raise _cancelled_by_server(state)
+            raise cancelled_by_server(state)
         if state.status == "input_required":
             await _answer(client, ticket, watcher, state, answered, read_seconds)
-
-
-async def _legacy_payload(
-    client: ClientSession, ticket: TaskTicket, state: TaskState
-) -> dict[str, Any]:
-    if state.status == "cancelled":
-        raise _cancelled_by_server(state)
-    try:
-        return await _request(client, _Payload(params=_TaskIdParams(task_id=ticket.task_id)), None)
-    except ValidationError:
-        raise invalid_task("tasks/result") from None
 
 
 def _failed(state: TaskState) -> Exception:
@@ -331,15 +186,6 @@ def _failed(state: TaskState) -> Exception:
         )
 
 
-def _cancelled_by_server(state: TaskState) -> TalkFailed:
-    why = f": {state.message}" if state.message else ""
-    return TalkFailed(
-        f"the server cancelled the task{why}",
-        reason="task_cancelled",
-        call_text=f"The MCP server cancelled the tool's task{why}.",
-    )
-
-
 async def _answer(
     client: ClientSession,
     ticket: TaskTicket,
@@ -349,7 +195,11 @@ async def _answer(
     read_seconds: float,
 ) -> None:
     """Ask the person each question not asked yet (the same pending request comes back on
-    every poll until the server has the answer), then send the answers with tasks/update."""
+    every poll until the server has the answer), then send the answers with tasks/update.
+
+    The task is polled meanwhile: one that stops asking (it ended, or was answered elsewhere)
+    takes its questions back from the person, and the caller's next poll says what became of it.
+    """
     pending = {key: value for key, value in state.input_requests.items() if key not in answered}
     if not pending:
         return
@@ -367,32 +217,53 @@ async def _answer(
     except ValidationError:
         raise invalid_task("tasks/get") from None
     responses: dict[str, Any] = {}
-    certain = ASKED_BY_CURRENT_CALL.set(True)  # these questions are this call's, surely
-    try:
-        for key, request in (parsed.input_requests or {}).items():
-            context = ClientRequestContext(session=client, request_id=key)
-            answer = await client.dispatch_input_request(context, request)
-            if isinstance(answer, types.ErrorData):
-                raise MCPError.from_error_data(answer)
-            responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-            answered.add(key)
-    finally:
-        ASKED_BY_CURRENT_CALL.reset(certain)
+    failed: list[Exception] = []  # raised after the task group, not wrapped in a group
+    async with anyio.create_task_group() as tg:
+        withdrawn = tg.cancel_scope
+        watch = (client, ticket, set(pending), state, read_seconds, failed, withdrawn)
+        tg.start_soon(_until_withdrawn, *watch)
+        certain = ASKED_BY_CURRENT_CALL.set(True)  # these questions are this call's, surely
+        try:
+            for key, request in (parsed.input_requests or {}).items():
+                context = ClientRequestContext(session=client, request_id=key)
+                answer = await client.dispatch_input_request(context, request)
+                if isinstance(answer, types.ErrorData):
+                    failed.append(MCPError.from_error_data(answer))
+                    break
+                responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+                answered.add(key)
+        finally:
+            ASKED_BY_CURRENT_CALL.reset(certain)
+        withdrawn.cancel()  # answered (or refused): the watch is over
+    if failed:
+        raise failed[0]
+    if len(responses) < len(pending):
+        return  # taken back: nothing to send for the questions the person did not answer
     if watcher.stopping:
         # The host ended the questions because it is stopping; the task is not the host's to
         # answer: it stays as it is (an HTTP server's is followed again) until the host's own
         # cancellation, which follows, ends this.
         await anyio.sleep_forever()
-    params = _UpdateParams(task_id=ticket.task_id, input_responses=responses)
-    await _request(client, _Update(params=params), read_seconds)
+    await update_task(client, ticket, responses, read_seconds)
 
 
-async def cancel_task(client: ClientSession, ticket: TaskTicket) -> None:
-    """``tasks/cancel``, shielded and bounded: sent on the way out of a call ended early.
-    Whatever the server answers, the host is done with the task."""
-    with anyio.move_on_after(CANCEL_SECONDS, shield=True):
-        try:
-            request = _Cancel(params=_TaskIdParams(task_id=ticket.task_id))
-            await _request(client, request, CANCEL_SECONDS)
-        except Exception:  # noqa: BLE001 (cooperative: the task may be gone already)
-            pass
+async def _until_withdrawn(
+    client: ClientSession,
+    ticket: TaskTicket,
+    keys: set[str],
+    state: TaskState,
+    read_seconds: float,
+    failed: list[Exception],
+    questions: anyio.CancelScope,
+) -> None:
+    """Poll while the person thinks; when the task no longer asks ``keys`` (or a poll fails,
+    kept in ``failed``), cancel ``questions``."""
+    try:
+        while True:
+            await anyio.sleep(state.poll_seconds)
+            state = await get_task(client, ticket, read_seconds)
+            if state.status != "input_required" or keys.isdisjoint(state.input_requests):
+                break
+    except (TalkFailed, MCPError) as exc:
+        failed.append(exc)
+    questions.cancel()

@@ -27,11 +27,13 @@ read, so no work runs between requests. Tools (each returns a task unless said o
 * ``job {seconds=0.2, outcome="complete"|"error_result"|"fail", text="done"}``: after ``seconds``
   completes with ``{content: [{type: text, text}]}``; ``error_result`` adds ``isError: true``
   (still ``completed``); ``fail`` ends ``failed`` with ``error: {code: -32603, message: text}``.
-* ``ask {message}``: ``input_required`` from its first poll, with the same pending
-  ``inputRequests: {"question-1": {method: "elicitation/create", params: {mode: "form", message,
-  requestedSchema: {answer: string, required}}}}`` on every poll until ``tasks/update`` answers
-  ``question-1``; then completes with ``answer: <answer>`` (accept), ``declined`` or
-  ``cancelled``. A malformed answer is ignored (the question stays pending).
+* ``ask {message, give_up_after?}``: ``input_required`` from its first poll, with the same
+  pending ``inputRequests: {"question-1": {method: "elicitation/create", params: {mode: "form",
+  message, requestedSchema: {answer: string, required}}}}`` on every poll until ``tasks/update``
+  answers ``question-1``; then completes with ``answer: <answer>`` (accept), ``declined`` or
+  ``cancelled``. A malformed answer is ignored (the question stays pending). Unanswered after
+  ``give_up_after`` seconds, it stops asking and fails (``nobody answered the question``), as a
+  server with a question timeout does.
 * ``forever {}``: stays ``working`` until cancelled.
 * ``interval {ms}``: its ``pollIntervalMs`` is ``ms`` (0 and 1000000000 allowed); completes with
   ``interval <ms>`` after 0.3 s.
@@ -117,6 +119,7 @@ class Task:
     due: float | None = None
     outcome: dict[str, Any] = field(default_factory=dict)  # "result" or "error" once done
     question: dict[str, Any] | None = None  # the pending elicitation (ask)
+    give_up: float | None = None  # monotonic time the server stops waiting for the answer
     garbage: str | None = None
 
     def __post_init__(self) -> None:
@@ -133,7 +136,16 @@ class Task:
         """Bring the state up to date with the clock (tasks run lazily)."""
         if self.status in TERMINAL:
             return
-        if self.question is not None and self.status == "working":
+        if (
+            self.question is not None
+            and self.give_up is not None
+            and time.monotonic() >= self.give_up
+        ):
+            # Nobody answered in time: the server stops asking and fails the task.
+            self.question = None
+            self.outcome = {"error": {"code": -32603, "message": "nobody answered the question"}}
+            self.move("failed")
+        elif self.question is not None and self.status == "working":
             self.move("input_required")
         elif self.due is not None and time.monotonic() >= self.due:
             self.move("failed" if "error" in self.outcome else "completed")
@@ -353,6 +365,11 @@ def setup_ask(task: Task, args: dict[str, Any]) -> None:
         "method": "elicitation/create",
         "params": {"mode": "form", "message": message, "requestedSchema": schema},
     }
+    give_up_after = args.get("give_up_after")
+    if give_up_after is not None:
+        if isinstance(give_up_after, bool) or not isinstance(give_up_after, int | float):
+            raise invalid("give_up_after: expected a number of seconds")
+        task.give_up = time.monotonic() + give_up_after
 
 
 def setup_forever(task: Task, args: dict[str, Any]) -> None:
@@ -412,7 +429,7 @@ def build(opts: argparse.Namespace) -> tuple[MCPServer, TasksExtension]:
         return task_only()
 
     @task_tool("A task that asks the user a question (input_required).")
-    def ask(message: str = "What is the answer?") -> str:
+    def ask(message: str = "What is the answer?", give_up_after: float | None = None) -> str:
         return task_only()
 
     @task_tool("A task that works until cancelled.")
