@@ -73,12 +73,15 @@ class TaskState:
 
 
 def invalid_task(what: str) -> TalkFailed:
+    # A task answered with garbage is cancelled on the server; a tools/call answer that is no
+    # valid task has no id to cancel.
+    cancelled = "" if what == "tools/call" else " (and the task cancelled on the server)"
     return TalkFailed(
         f"the server answered {what} with something that is not a task",
         reason="invalid_task",
         call_text=(
-            f"The MCP server's answer to {what} was not a valid task, so the call was ended "
-            "(and the task cancelled on the server)."
+            f"The MCP server's answer to {what} was not a valid task, so the call was "
+            f"ended{cancelled}."
         ),
     )
 
