@@ -24,8 +24,8 @@ with warnings.catch_warnings():
 import os
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -78,6 +78,7 @@ __all__ = [
     "http_fixture",
     "kitchen",
     "serving",
+    "serving_for_module",
     "session_for",
     "start_daemon",
     "text_of",
@@ -259,31 +260,55 @@ async def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 3
             return
 
 
-@asynccontextmanager
-async def serving(script: str, *args: str) -> AsyncIterator[str]:
-    """Run a fixture HTTP server that prints ``READY <port>``; yield ``http://127.0.0.1:<port>``."""
-    proc = subprocess.Popen(
+def _spawn_ready(script: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [PY, script, "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def _base_url(ready: bytes) -> str:
+    assert ready.startswith(b"READY "), ready
+    return f"http://127.0.0.1:{int(ready.split()[1])}"
+
+
+def _stop_ready(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@asynccontextmanager
+async def serving(script: str, *args: str) -> AsyncIterator[str]:
+    """Run a fixture HTTP server that prints ``READY <port>``; yield ``http://127.0.0.1:<port>``."""
+    proc = _spawn_ready(script, args)
     try:
         assert proc.stdout is not None
         with anyio.fail_after(30):
             line = await anyio.to_thread.run_sync(proc.stdout.readline)
-        assert line.startswith(b"READY "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
+        yield _base_url(line)
     finally:
-        proc.terminate()
-        try:
-            await anyio.to_thread.run_sync(proc.wait, 10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        await anyio.to_thread.run_sync(_stop_ready, proc)
+
+
+@contextmanager
+def serving_for_module(script: str, *args: str) -> Iterator[str]:
+    """:func:`serving` outside an event loop, for a module-scoped fixture (its server is ready
+    before the module's first test, which waits on it)."""
+    proc = _spawn_ready(script, args)
+    try:
+        assert proc.stdout is not None
+        yield _base_url(proc.stdout.readline())
+    finally:
+        _stop_ready(proc)
 
 
 @asynccontextmanager

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from mework_client.ctl.tasks import format_task, format_tasks
 
+from tests.daemon_helpers import serving_for_module
 from tests.test_ctl import (
     MEWORKCTL,
-    PYTHON,
     RUN_TIMEOUT,
     Daemon,
     ok,
@@ -34,23 +34,8 @@ TASKS_SERVER = str(Path(__file__).parent / "servers" / "tasks.py")
 
 @pytest.fixture(scope="module")
 def tasks_url() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [str(PYTHON), TASKS_SERVER, "--http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready = proc.stdout.readline().decode()
-        assert ready.startswith("READY "), ready
-        yield f"http://127.0.0.1:{int(ready.split()[1])}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with serving_for_module(TASKS_SERVER, "--http") as base:
+        yield f"{base}/mcp"
 
 
 @pytest.fixture(scope="module", name="daemon")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from tests.daemon_helpers import (
     PEERS,
     begin_turn,
     bound,
+    serving_for_module,
     start_daemon,
     wait_event,
     write_settings,
@@ -79,23 +79,8 @@ def http_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     """One HTTP tasks server for the module (tasks are keyed by unguessable ids, and each test
     has its own conversation, so tests do not interfere)."""
     record = tmp_path_factory.mktemp("tasks") / "record.jsonl"
-    proc = subprocess.Popen(
-        [PY, TASKS_SERVER, "--http", "--port", "0", "--record", str(record)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready = proc.stdout.readline().decode()
-        assert ready.startswith("READY "), ready
-        yield f"http://127.0.0.1:{int(ready.split()[1])}/mcp", Recorded(record)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with serving_for_module(TASKS_SERVER, "--http", "--record", str(record)) as base:
+        yield f"{base}/mcp", Recorded(record)
 
 
 @pytest.fixture
@@ -121,6 +106,24 @@ async def call(
     params = {"turnId": turn["turnId"], "name": bound(turn, "work", tool), "callId": call_id}
     result: dict[str, Any] = await client.call("turns.callTool", {**params, "arguments": arguments})
     return result
+
+
+def start_call(
+    tg: anyio.abc.TaskGroup,
+    client: AsyncClient,
+    turn: dict[str, Any],
+    tool: str,
+    arguments: dict[str, Any],
+    call_id: str,
+) -> list[dict[str, Any]]:
+    """Start the call in ``tg``; the list returned gets its reply when it comes."""
+    replies: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        replies.append(await call(client, turn, tool, arguments, call_id))
+
+    tg.start_soon(run)
+    return replies
 
 
 def started_task(record: Recorded, before: list[str]) -> str:
@@ -185,12 +188,7 @@ async def test_a_task_asks_and_a_person_answers(
     before = record.task_ids()
     turn = await begin_turn(client, ["work"])
     async with anyio.create_task_group() as tg:
-        replies: list[dict[str, Any]] = []
-
-        async def ask() -> None:
-            replies.append(await call(client, turn, "ask", {"message": "Which colour?"}, "a1"))
-
-        tg.start_soon(ask)
+        replies = start_call(tg, client, turn, "ask", {"message": "Which colour?"}, "a1")
         # (in this order: the task says it waits, then its question is asked)
         waiting = await wait_event(events, "task.input_required", lambda d: d["callId"] == "a1")
         assert waiting["status"] == "input_required"
@@ -213,13 +211,8 @@ async def test_a_question_the_task_stops_asking_is_taken_back(
     )
     turn = await begin_turn(client, ["work"])
     async with anyio.create_task_group() as tg:
-        replies: list[dict[str, Any]] = []
-
-        async def ask() -> None:
-            arguments = {"message": "Quick?", "give_up_after": 1}
-            replies.append(await call(client, turn, "ask", arguments, "q1"))
-
-        tg.start_soon(ask)
+        arguments = {"message": "Quick?", "give_up_after": 1}
+        replies = start_call(tg, client, turn, "ask", arguments, "q1")
         asked = await wait_event(events, "elicitation.requested", lambda d: d["callId"] == "q1")
         # Nobody answers; the server stops asking and fails the task: the question goes.
         gone = await wait_event(
@@ -240,13 +233,8 @@ async def test_a_cancelled_call_cancels_its_task_on_the_server(
     turn = await begin_turn(client, ["work"])
     for call_id, cancel in (("c1", "turns.cancel"), ("c2", "tasks.cancel")):
         before = record.task_ids()
-        replies: list[dict[str, Any]] = []
         async with anyio.create_task_group() as tg:
-
-            async def forever(call_id: str = call_id, replies: list[Any] = replies) -> None:
-                replies.append(await call(client, turn, "forever", {}, call_id))
-
-            tg.start_soon(forever)
+            replies = start_call(tg, client, turn, "forever", {}, call_id)
             await wait_event(events, "task.started", lambda d, c=call_id: d["callId"] == c)
             params = {"turnId": turn["turnId"], "callId": call_id}
             if cancel == "tasks.cancel":
