@@ -31,9 +31,17 @@ class CallRecord:
     """
 
     def __init__(
-        self, db: StateDB, bus: EventBus, call: ToolCall, traced: telemetry.Traced = telemetry.OFF
+        self,
+        db: StateDB,
+        bus: EventBus,
+        call: ToolCall,
+        traced: telemetry.Traced = telemetry.OFF,
+        *,
+        reopened: tuple[int, str] | None = None,
     ) -> None:
-        """Put the call on record now and announce it.
+        """Put the call on record now and announce it; or, ``reopened`` (its record's id and
+        time), take up the record an earlier run left open (its call's MCP task is followed
+        again): no new ``requested`` entry, no second ``call.started``.
 
         Raises:
             AuditUnavailable: the record could not be written: the call must not run.
@@ -42,14 +50,17 @@ class CallRecord:
         self._bus = bus
         self.call = call
         self._started = time.monotonic()
-        self.time = wire_time()
-        self.id = db.record_request(*call[:7], origin=call.origin, at=self.time)
+        if reopened is None:
+            self.time = wire_time()
+            self.id = db.record_request(*call[:7], origin=call.origin, at=self.time)
+        else:
+            self.id, self.time = reopened
         self.allowed: Decision | None = None
         self.on_allowed: Callable[[], None] | None = None  # told when it is allowed to run
         self.moved = False  # it went on in the background after its caller had its reply
         # Its MCP task runs on a Streamable HTTP server: meworkd stopping does not end the
         # call, the next run follows the task again (meworkd.core.tasks).
-        self.outlives_daemon = False
+        self.outlives_daemon = reopened is not None
         self.finished = False
         self._traced = traced
         if traced.recording:  # off (the default), the call path builds nothing for it
@@ -59,6 +70,8 @@ class CallRecord:
             traced.set("mework.server", call.server)
             traced.set("mework.conversation", call.conversation_id)
             traced.set("mework.turn", call.turn_id)
+        if reopened is not None:
+            return
         bus.publish(
             "call.started",
             {
@@ -68,22 +81,6 @@ class CallRecord:
                 "time": self.time,
             },
         )
-
-    @classmethod
-    def reopened(
-        cls, db: StateDB, bus: EventBus, call: ToolCall, record_id: int, requested_at: str
-    ) -> "CallRecord":
-        """The record an earlier run left open (its call's task was followed again): no new
-        ``requested`` entry, no second ``call.started``."""
-        record = cls.__new__(cls)
-        record._db, record._bus, record.call = db, bus, call
-        record._started = time.monotonic()
-        record.time, record.id = requested_at, record_id
-        record.allowed, record.on_allowed = None, None
-        record.moved = record.finished = False
-        record.outlives_daemon = True
-        record._traced = telemetry.OFF
-        return record
 
     def move(self) -> None:
         """It goes on in the background: its caller's reply is sent, and its span ends with

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "shown_name",
     "slug",
     "system_prompt",
+    "task_only",
     "tool_name",
     "unbound",
     "was_shortened",
@@ -262,6 +263,13 @@ def wire_bindings(bindings: dict[str, Binding]) -> dict[str, dict[str, Any]]:
         | ({"ui": b.view.wire()} if b.view else {})
         for name, b in bindings.items()
     }
+
+
+def task_only(tool: Mapping[str, Any]) -> bool:
+    """A tool as a server reported it (``servers.tools``, Test connection) that runs only as a
+    2025-11-25 task (``execution.taskSupport: "required"``; :attr:`ToolInfo.needs_tasks`)."""
+    execution = tool.get("execution")
+    return isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
 
 
 def legacy_tasks_work(config: ServerConfig) -> bool:

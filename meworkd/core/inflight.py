@@ -22,9 +22,7 @@ class InFlight:
     def running(self, call: ToolCall, clock: CallClock, *, patient: bool = False) -> "Running":
         """``call`` is in flight (and the current call of this task) inside the ``with`` block;
         ``patient``: its questions may wait for a frontend to come (a task followed again)."""
-        running = Running(self._slots, call, clock)
-        running.patient = patient
-        return running
+        return Running(self._slots, call, clock, patient)
 
     def find(
         self, conversation_id: str | None, server: str, current: object, certain: bool = False
@@ -55,11 +53,15 @@ class Running:
     __slots__ = ("_key", "_slots", "_token", "call", "clock", "patient")
 
     def __init__(
-        self, slots: dict[tuple[str, str], list["Running"]], call: ToolCall, clock: CallClock
+        self,
+        slots: dict[tuple[str, str], list["Running"]],
+        call: ToolCall,
+        clock: CallClock,
+        patient: bool = False,
     ) -> None:
         self.call = call
         self.clock = clock
-        self.patient = False
+        self.patient = patient
         self._slots = slots
         self._key = (call.conversation_id, call.server)
         self._token: Token[object] | None = None

@@ -11,6 +11,7 @@ from meworkd.core.catalog import (
     NAME_PATTERN,
     legacy_tasks_work,
     needs_tasks_reason,
+    task_only,
     tool_name,
     was_truncated,
 )
@@ -42,9 +43,7 @@ def lint_tools(
             )
         seen.add(name)
         problems += _name_problems(server, name)
-        execution = tool.get("execution")
-        required = isinstance(execution, dict) and execution.get("taskSupport") == "required"
-        if required and not legacy_tasks:
+        if task_only(tool) and not legacy_tasks:
             problems.append(
                 {"tool": name, "problem": "needs_tasks", "detail": needs_tasks_reason(name)}
             )

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from meworkd.core.approvals.policy import requires_user_interaction
-from meworkd.core.catalog import Binding, tool_name
+from meworkd.core.catalog import Binding, legacy_tasks_work, task_only, tool_name
 from meworkd.settings import ServerConfig
 
 __all__ = ["costs", "server_cost"]
@@ -32,8 +32,12 @@ def server_cost(
     reported its tools (``reported``: where and when the listing came from)."""
     if tools is None:
         return None
-    left_out = _needs_tasks if config.type != "stdio" else _never
-    offered = [t for t in tools if not left_out(t) and not config.disables(str(t.get("name")))]
+    tasks_work = legacy_tasks_work(config)
+    offered = [
+        t
+        for t in tools
+        if (tasks_work or not task_only(t)) and not config.disables(str(t.get("name")))
+    ]
     size = sum(len(_definition(server, config, t, mandatory_prefix)) for t in offered)
     return {
         "tools": len(offered),
@@ -42,16 +46,6 @@ def server_cost(
         "tokensEstimate": size // 4,
         "reported": dict(reported) if reported else None,
     }
-
-
-def _never(_tool: Mapping[str, Any]) -> bool:
-    return False
-
-
-def _needs_tasks(tool: Mapping[str, Any]) -> bool:
-    """Runs only as a 2025-11-25 task: not offered on an HTTP server (catalog.legacy_tasks_work)."""
-    execution = tool.get("execution")
-    return isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
 
 
 def _definition(

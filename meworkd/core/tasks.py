@@ -253,7 +253,7 @@ class Tasks:
         settings = self._store.settings
         config = settings.servers[row.server]
         call = ToolCall(*_call_fields(row))
-        record = CallRecord.reopened(self.db, self._bus, call, row.audit_id, row.requested_at)
+        record = CallRecord(self.db, self._bus, call, reopened=(row.audit_id, row.requested_at))
         record.allowed = Decision(True, DecidedBy(row.decided_by), None)
         clock = CallClock()
         clock.bind(config, settings.mcp.max_reply_bytes)
