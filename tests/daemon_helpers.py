@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import anyio
 import psutil
+from anyio.abc import TaskGroup
 from mework_client.aio import AsyncClient
 
 from meworkd.app.daemon import Daemon
@@ -80,6 +81,7 @@ __all__ = [
     "serving",
     "serving_for_module",
     "session_for",
+    "start_call",
     "start_daemon",
     "text_of",
     "wait_event",
@@ -195,6 +197,26 @@ async def call_tool(
         params["callId"] = call_id
     result: dict[str, Any] = await client.call("turns.callTool", params)
     return result
+
+
+def start_call(
+    tg: TaskGroup,
+    client: AsyncClient,
+    turn: Mapping[str, Any],
+    server: str,
+    tool: str,
+    arguments: Mapping[str, Any] | None = None,
+    call_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`call_tool` started in ``tg`` (the test meanwhile answers or cancels it): the list
+    returned gets its reply when it comes."""
+    replies: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        replies.append(await call_tool(client, turn, server, tool, arguments, call_id))
+
+    tg.start_soon(run)
+    return replies
 
 
 def session_for(daemon: Daemon, conversation: str, server: str) -> Any:

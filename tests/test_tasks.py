@@ -34,7 +34,9 @@ from tests.daemon_helpers import (
     PEERS,
     begin_turn,
     bound,
+    call_tool,
     serving_for_module,
+    start_call,
     start_daemon,
     wait_event,
     write_settings,
@@ -100,32 +102,6 @@ async def daemon(
         yield client, events
 
 
-async def call(
-    client: AsyncClient, turn: dict[str, Any], tool: str, arguments: dict[str, Any], call_id: str
-) -> dict[str, Any]:
-    params = {"turnId": turn["turnId"], "name": bound(turn, "work", tool), "callId": call_id}
-    result: dict[str, Any] = await client.call("turns.callTool", {**params, "arguments": arguments})
-    return result
-
-
-def start_call(
-    tg: anyio.abc.TaskGroup,
-    client: AsyncClient,
-    turn: dict[str, Any],
-    tool: str,
-    arguments: dict[str, Any],
-    call_id: str,
-) -> list[dict[str, Any]]:
-    """Start the call in ``tg``; the list returned gets its reply when it comes."""
-    replies: list[dict[str, Any]] = []
-
-    async def run() -> None:
-        replies.append(await call(client, turn, tool, arguments, call_id))
-
-    tg.start_soon(run)
-    return replies
-
-
 def started_task(record: Recorded, before: list[str]) -> str:
     """The one task id meworkd asked about that it had not before."""
     new = [task_id for task_id in record.task_ids() if task_id not in before]
@@ -140,7 +116,9 @@ async def test_a_task_runs_to_its_result_and_is_on_record(
     _url, record = http_tasks
     before = record.task_ids()
     turn = await begin_turn(client, ["work"])
-    reply = await call(client, turn, "job", {"seconds": 0.2, "text": "the answer"}, "t1")
+    reply = await call_tool(
+        client, turn, "work", "job", {"seconds": 0.2, "text": "the answer"}, "t1"
+    )
     assert (reply["isError"], text_of(reply)) == (False, "the answer")
     started = await wait_event(events, "task.started", lambda d: d["callId"] == "t1")
     assert (started["server"], started["tool"], started["status"]) == ("work", "job", "working")
@@ -171,10 +149,14 @@ async def test_an_error_result_and_a_failed_task(
 ) -> None:
     client, _events = daemon
     turn = await begin_turn(client, ["work"])
-    errored = await call(client, turn, "job", {"outcome": "error_result", "text": "no"}, "e1")
+    errored = await call_tool(
+        client, turn, "work", "job", {"outcome": "error_result", "text": "no"}, "e1"
+    )
     assert (errored["isError"], text_of(errored)) == (True, "no")
     assert (await client.call("tasks.get", {"callId": "e1"}))["status"] == "completed"
-    failed = await call(client, turn, "job", {"outcome": "fail", "text": "disk on fire"}, "f1")
+    failed = await call_tool(
+        client, turn, "work", "job", {"outcome": "fail", "text": "disk on fire"}, "f1"
+    )
     assert failed["isError"] is True
     assert "disk on fire" in text_of(failed)
     assert (await client.call("tasks.get", {"callId": "f1"}))["status"] == "failed"
@@ -188,7 +170,7 @@ async def test_a_task_asks_and_a_person_answers(
     before = record.task_ids()
     turn = await begin_turn(client, ["work"])
     async with anyio.create_task_group() as tg:
-        replies = start_call(tg, client, turn, "ask", {"message": "Which colour?"}, "a1")
+        replies = start_call(tg, client, turn, "work", "ask", {"message": "Which colour?"}, "a1")
         # (in this order: the task says it waits, then its question is asked)
         waiting = await wait_event(events, "task.input_required", lambda d: d["callId"] == "a1")
         assert waiting["status"] == "input_required"
@@ -212,7 +194,7 @@ async def test_a_question_the_task_stops_asking_is_taken_back(
     turn = await begin_turn(client, ["work"])
     async with anyio.create_task_group() as tg:
         arguments = {"message": "Quick?", "give_up_after": 1}
-        replies = start_call(tg, client, turn, "ask", arguments, "q1")
+        replies = start_call(tg, client, turn, "work", "ask", arguments, "q1")
         asked = await wait_event(events, "elicitation.requested", lambda d: d["callId"] == "q1")
         # Nobody answers; the server stops asking and fails the task: the question goes.
         gone = await wait_event(
@@ -234,7 +216,7 @@ async def test_a_cancelled_call_cancels_its_task_on_the_server(
     for call_id, cancel in (("c1", "turns.cancel"), ("c2", "tasks.cancel")):
         before = record.task_ids()
         async with anyio.create_task_group() as tg:
-            replies = start_call(tg, client, turn, "forever", {}, call_id)
+            replies = start_call(tg, client, turn, "work", "forever", {}, call_id)
             await wait_event(events, "task.started", lambda d, c=call_id: d["callId"] == c)
             params = {"turnId": turn["turnId"], "callId": call_id}
             if cancel == "tasks.cancel":
@@ -265,7 +247,7 @@ async def test_hostile_tasks_end_clearly_and_are_cancelled(
     ]
     for index, (tool, arguments, said, cancelled) in enumerate(cases):
         before = record.task_ids()
-        reply = await call(client, turn, tool, arguments, f"h{index}")
+        reply = await call_tool(client, turn, "work", tool, arguments, f"h{index}")
         assert reply["isError"] is True
         assert said in text_of(reply), (arguments, text_of(reply))
         task_id = started_task(record, before)
@@ -273,14 +255,14 @@ async def test_hostile_tasks_end_clearly_and_are_cancelled(
         assert (await client.call("tasks.get", {"callId": f"h{index}"}))["status"] == "failed"
     # A pollIntervalMs of 0 is held at the floor: a few polls, not a tight loop.
     before = record.task_ids()
-    reply = await call(client, turn, "interval", {"ms": 0}, "i0")
+    reply = await call_tool(client, turn, "work", "interval", {"ms": 0}, "i0")
     assert text_of(reply) == "interval 0"
     polls = record.of("tasks/get", started_task(record, before))
     assert len(polls) <= 0.3 / MIN_POLL_SECONDS + 3, len(polls)
     # A task that never ends is bounded by mcp.task_max_seconds, then cancelled on the server.
     await client.call("settings.setMcpOptions", {"task_max_seconds": 0.5})
     before = record.task_ids()
-    reply = await call(client, turn, "forever", {}, "long")
+    reply = await call_tool(client, turn, "work", "forever", {}, "long")
     assert "still running after 0.5 seconds" in text_of(reply)
     assert record.of("tasks/cancel", started_task(record, before))
 
@@ -295,10 +277,10 @@ async def test_a_server_holds_a_bounded_number_of_open_tasks(
     _url, record = http_tasks
     turn = await begin_turn(client, ["work"])
     async with anyio.create_task_group() as tg:
-        tg.start_soon(call, client, turn, "forever", {}, "open1")
+        tg.start_soon(call_tool, client, turn, "work", "forever", {}, "open1")
         await wait_event(events, "task.started", lambda d: d["callId"] == "open1")
         before = record.task_ids()
-        refused = await call(client, turn, "job", {}, "over")
+        refused = await call_tool(client, turn, "work", "job", {}, "over")
         assert "already runs 1 tasks" in text_of(refused)
         assert record.of("tasks/cancel", started_task(record, before))
         with pytest.raises(RpcError):
@@ -331,7 +313,9 @@ async def test_an_http_servers_tasks_outlive_a_daemon_restart(
 
             async def ask(call_id: str) -> None:
                 with pytest.raises((RpcError, ConnectionError)):  # meworkd stops first
-                    await call(client, turn, "ask", {"message": f"Colour {call_id}?"}, call_id)
+                    await call_tool(
+                        client, turn, "work", "ask", {"message": f"Colour {call_id}?"}, call_id
+                    )
 
             for call_id in colours:
                 tg.start_soon(ask, call_id)
@@ -424,7 +408,7 @@ async def start_asking(root: Path, servers: dict[str, Any], call_id: str) -> str
 
             async def ask() -> None:
                 with pytest.raises((RpcError, ConnectionError)):
-                    await call(client, turn, "ask", {"message": "?"}, call_id)
+                    await call_tool(client, turn, "work", "ask", {"message": "?"}, call_id)
 
             tg.start_soon(ask)
             await until_asked(client, client, call_id)

@@ -21,6 +21,7 @@ from mework_ui.questions import QuestionScreen
 from mework_ui.tasks import ConfirmCancelTask, TasksScreen
 from textual.widgets import DataTable, Input
 
+from tests.daemon_helpers import start_call
 from tests.test_ctl_tasks import tasks_url  # noqa: F401 - the module's HTTP tasks server
 from tests.ui.conftest import UiDaemon
 from tests.ui.helpers import add_servers, cell, open_conversation, text, type_into, until
@@ -35,10 +36,6 @@ async def begin(other: AsyncClient, conversation: str, server: str) -> dict[str,
     return turn
 
 
-def bound(turn: dict[str, Any], tool: str) -> str:
-    return next(name for name, b in turn["bindings"].items() if b["tool"] == tool)
-
-
 async def test_a_running_task_is_shown_live_and_cancelled(
     ui_daemon: UiDaemon,
     tasks_url: str,  # noqa: F811 - the fixture imported above
@@ -48,15 +45,9 @@ async def test_a_running_task_is_shown_live_and_cancelled(
     async with app.run_test(size=(80, 24)) as pilot, connect(ui_daemon.socket) as other:
         await until(pilot, lambda: app.model.online)
         turn = await begin(other, "tk-c1", "tk-work")
-        results: list[Any] = []
-
-        async def call() -> None:
-            params = {"turnId": turn["turnId"], "name": bound(turn, "forever"), "arguments": {}}
-            results.append(await other.call("turns.callTool", {**params, "callId": "tk-forever"}))
-
         await open_conversation(pilot, app, "tk-c1")
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
+            results = start_call(tg, other, turn, "tk-work", "forever", {}, "tk-forever")
             card = "⏵ tk-work · forever · task working"
             await until(pilot, lambda: card in text(app, "#cards"))
             assert text(app, "#cards").endswith("· t tasks")
@@ -104,15 +95,9 @@ async def test_a_task_asking_points_to_its_question(
     async with app.run_test(size=(80, 24)) as pilot, connect(ui_daemon.socket) as other:
         await until(pilot, lambda: app.model.online)
         turn = await begin(other, "tk-c2", "tk-ask")
-        results: list[Any] = []
-
-        async def call() -> None:
-            params = {"turnId": turn["turnId"], "name": bound(turn, "ask"), "callId": "tk-asks"}
-            arguments = {"message": "Which colour?"}
-            results.append(await other.call("turns.callTool", {**params, "arguments": arguments}))
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
+            arguments = {"message": "Which colour?"}
+            results = start_call(tg, other, turn, "tk-ask", "ask", arguments, "tk-asks")
             await until(pilot, lambda: "⏵ 1 task (F5)" in text(app, "#topbar"))
             await pilot.press("f5")  # from anywhere: every conversation's tasks
             await until(pilot, lambda: isinstance(app.screen, TasksScreen))
