@@ -20,31 +20,7 @@ from meworkd.app.daemon import DaemonState
 from meworkd.base.events import TOPICS
 from tests.common import BOUND
 from tests.daemon_fixture import DaemonEnv, daemon_and_client, make_env, read_doc, running_daemon
-
-SECRET_ENV = "sk-live-0123456789"
-SECRET_HEADER = "tok-abcdef-987654"
-
-INITIAL = {
-    "x-top": {"keep": True},
-    "assets": {
-        "x-assets": 1,
-        "mcpServers": {
-            "first": {"command": "one", "x-entry": [1, 2]},
-            "fs": {
-                "x-before": "b",
-                "type": "stdio",
-                "command": "npx",
-                "args": ["-y", "server-filesystem"],
-                "env": {"API_KEY": SECRET_ENV, "FROM_ENV": "${HOME}"},
-                "description": "Local files",
-                "x-after": {"nested": ["a"]},
-            },
-            "last": {"url": "http://127.0.0.1:9/mcp"},
-        },
-    },
-    "presets": {"research": {"mcpServers": ["fs", "last"], "approvalLevel": "plan"}},
-    "z-last": "end",
-}
+from tests.test_core_registry import INITIAL, SECRET_ENV, SECRET_HEADER
 
 
 def servers_on_disk(env: DaemonEnv) -> dict[str, Any]:
