@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
-from mework_ui.fields import FieldError, parse_field
+from mework_ui.dialogs import read_inputs
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
 
@@ -115,10 +115,7 @@ class BrowseScreen(ModalScreen[None]):
         name = self.chosen()
         if name is None:
             return
-        try:
-            inputs = parse_field("env", self.query_one("#inputs", Input).value) or {}
-        except FieldError as exc:
-            detail.update(f"✘ Inputs: {exc}")
+        if (inputs := read_inputs(self, detail)) is None:
             return
         params = {"name": name, "inputs": inputs, "dryRun": dry_run}
         try:

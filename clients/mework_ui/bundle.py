@@ -10,8 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer, Input, Static
 
-from mework_ui.dialogs import PreviewDialog
-from mework_ui.fields import FieldError, parse_field
+from mework_ui.dialogs import PreviewDialog, read_inputs
 from mework_ui.link import describe
 
 __all__ = ["BundleDialog", "absolute", "bundle_report"]
@@ -69,10 +68,7 @@ class BundleDialog(PreviewDialog):
             report.update("✘ the bundle file's path, please")
             return
         params: dict[str, Any] = {"bundle": absolute(path)}
-        try:
-            inputs = parse_field("env", self.query_one("#inputs", Input).value)
-        except FieldError as exc:
-            report.update(f"✘ Inputs: {exc}")
+        if (inputs := read_inputs(self, report)) is None:
             return
         if inputs:
             params["inputs"] = inputs

@@ -6,7 +6,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
@@ -14,7 +14,14 @@ from mework_ui.fields import FieldError, parse_field
 from mework_ui.link import describe
 from mework_ui.model import HasModel, Model
 
-__all__ = ["AddMenu", "ConfirmRemove", "ImportDialog", "PreviewDialog", "import_report"]
+__all__ = [
+    "AddMenu",
+    "ConfirmRemove",
+    "ImportDialog",
+    "PreviewDialog",
+    "import_report",
+    "read_inputs",
+]
 
 
 class AddMenu(ModalScreen[str | None]):
@@ -63,6 +70,16 @@ def import_report(result: dict[str, Any], applied: bool) -> str:
         else:
             lines.append(f"! {warning}")
     return "\n".join(lines)
+
+
+def read_inputs(screen: Screen[Any], report: Static) -> dict[str, str] | None:
+    """The ``#inputs`` field (``ID=value …``, for ``${input:ID}``) of ``screen`` as a dict, or
+    None when it does not read (then ``report`` says why)."""
+    try:
+        return parse_field("env", screen.query_one("#inputs", Input).value) or {}
+    except FieldError as exc:
+        report.update(f"✘ Inputs: {exc}")
+        return None
 
 
 class PreviewDialog(ModalScreen[None]):
@@ -121,10 +138,7 @@ class ImportDialog(PreviewDialog):
             "text": self.query_one(TextArea).text,
             "onConflict": self.query_one(Select).value,
         }
-        try:
-            inputs = parse_field("env", self.query_one("#inputs", Input).value)
-        except FieldError as exc:
-            report.update(f"✘ Inputs: {exc}")
+        if (inputs := read_inputs(self, report)) is None:
             return
         if inputs:
             params["inputs"] = inputs
